@@ -289,7 +289,7 @@ struct Graph {
     order: Vec<Arc<crate::ir::Node>>,
     params: Vec<Arc<DeviceData>>,
     /// Parameter index of each device-data node of `order` (by position in `order`).
-    param_of: HashMap<*const crate::ir::Node, usize>,
+    param_of: crate::ir::NodeMap<usize>,
     hash: Hash128,
 }
 
@@ -320,8 +320,8 @@ fn build_graph(roots: &[Output], force_data: bool) -> Result<Graph> {
     let root_nodes: Vec<&Arc<crate::ir::Node>> = roots.iter().map(|r| &r.node).collect();
     let order = post_order(&root_nodes)?;
     let mut params: Vec<Arc<DeviceData>> = Vec::new();
-    let mut by_handle: HashMap<u64, usize> = HashMap::new();
-    let mut param_of = HashMap::new();
+    let mut by_handle: HashMap<u64, usize, crate::ir::FastHash> = HashMap::default();
+    let mut param_of = crate::ir::NodeMap::default();
     let mut sequence = Hash128::of_str("parameter_sequence");
     for n in &order {
         if let OpKind::DeviceData(cell) = &n.kind {

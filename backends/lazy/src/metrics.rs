@@ -3,27 +3,69 @@
 //! metrics (`CompileTime`, `ExecuteTime`) with their sample counts and totals; a text report.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 static COUNTERS: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
 static METRICS: Mutex<BTreeMap<String, (u64, Duration)>> = Mutex::new(BTreeMap::new());
+/// The static [`Counter`]s incremented at least once (they register themselves then).
+static STATIC_COUNTERS: Mutex<Vec<&'static Counter>> = Mutex::new(Vec::new());
 
-/// A counter with a fixed name (the generated kernels' `lazy::<op>`).
+/// A counter with a fixed name (the generated kernels' `lazy::<op>`, the tensor registry's):
+/// an atomic of its own, so that the per-operator increments of tracing take no lock and
+/// look nothing up (a locked map lookup per increment was a tenth of the tracing time).
 pub struct Counter {
     name: &'static str,
+    value: AtomicU64,
+    registered: AtomicBool,
 }
 
 impl Counter {
     /// A counter named `name`.
     pub const fn new(name: &'static str) -> Counter {
-        Counter { name }
+        Counter {
+            name,
+            value: AtomicU64::new(0),
+            registered: AtomicBool::new(false),
+        }
     }
 
     /// Adds one.
-    pub fn inc(&self) {
-        counter_add(self.name, 1);
+    #[inline]
+    pub fn inc(&'static self) {
+        self.value.fetch_add(1, Ordering::Relaxed);
+        if !self.registered.load(Ordering::Relaxed) {
+            self.register();
+        }
     }
+
+    #[cold]
+    fn register(&'static self) {
+        let mut all = STATIC_COUNTERS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !self.registered.swap(true, Ordering::Relaxed) {
+            all.push(self);
+        }
+    }
+}
+
+/// Every counter's value: the named ones of [`counter_add`] and the static [`Counter`]s (a
+/// name used by both adds up).
+fn all_counters() -> BTreeMap<String, u64> {
+    let mut all = COUNTERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    for c in STATIC_COUNTERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+    {
+        *all.entry(c.name.to_owned()).or_insert(0) += c.value.load(Ordering::Relaxed);
+    }
+    all
 }
 
 /// Adds `n` to counter `name`.
@@ -39,19 +81,12 @@ pub fn counter_add(name: &str, n: u64) {
 
 /// The value of counter `name`, `None` when unknown or zero (PyTorch's `counter_value`).
 pub fn counter_value(name: &str) -> Option<u64> {
-    COUNTERS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(name)
-        .copied()
-        .filter(|&v| v > 0)
+    all_counters().get(name).copied().filter(|&v| v > 0)
 }
 
 /// The names of the counters with a non-zero value, sorted.
 pub fn counter_names() -> Vec<String> {
-    COUNTERS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+    all_counters()
         .iter()
         .filter(|(_, v)| **v > 0)
         .map(|(k, _)| k.clone())
@@ -81,6 +116,13 @@ pub fn reset_metrics() {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clear();
+    for c in STATIC_COUNTERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+    {
+        c.value.store(0, Ordering::Relaxed);
+    }
     METRICS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -100,11 +142,7 @@ pub fn metrics_report() -> String {
             "Metric: {name}\n  TotalSamples: {n}\n  Accumulator: {total:?}\n"
         ));
     }
-    for (name, v) in COUNTERS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .iter()
-    {
+    for (name, v) in all_counters().iter() {
         if *v > 0 {
             out.push_str(&format!("Counter: {name}\n  Value: {v}\n"));
         }

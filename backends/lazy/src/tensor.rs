@@ -41,7 +41,8 @@ impl Drop for LazyTensor {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&self.id);
-        metrics::counter_add("DestroyLtcTensor", 1);
+        static DESTROYED: metrics::Counter = metrics::Counter::new("DestroyLtcTensor");
+        DESTROYED.inc();
     }
 }
 
@@ -190,7 +191,8 @@ fn new_lazy(device: Device, state: LazyState) -> Arc<LazyTensor> {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(lt.id, Arc::downgrade(&lt));
-    metrics::counter_add("CreateLtcTensor", 1);
+    static CREATED: metrics::Counter = metrics::Counter::new("CreateLtcTensor");
+    CREATED.inc();
     lt
 }
 

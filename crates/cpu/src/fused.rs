@@ -24,7 +24,7 @@ use switchyard_core::{
     Access, DimVec, Element, Error, Result, Scalar, ScalarType, Tensor, with_tensors,
 };
 
-use crate::loops::{GRAIN_SIZE, Plan, typed};
+use crate::loops::{GRAIN_SIZE, Plan, typed, typed_mut};
 use crate::math::{self, Float};
 use crate::num::{Arith, Num};
 use crate::parallel;
@@ -370,17 +370,7 @@ impl FusedKernel {
 
     /// Runs the kernel: a new contiguous output of [`FusedKernel::sizes`].
     pub fn run(&self, inputs: &[Operand<'_>]) -> Result<Tensor> {
-        if inputs.len() != self.n_inputs {
-            return Err(Error::runtime(format!(
-                "internal error: fused kernel takes {} inputs, got {}",
-                self.n_inputs,
-                inputs.len()
-            )));
-        }
-        match self.dtype {
-            ScalarType::Double => self.run_typed::<f64>(inputs, None),
-            _ => self.run_typed::<f32>(inputs, None),
-        }
+        self.run_new(inputs, None)
     }
 
     /// Runs the kernel as the prologue of `softmax` (`log`: `log_softmax`) over the last
@@ -388,6 +378,24 @@ impl FusedKernel {
     /// buffer and handed to the eager kernel's row function, so the result has the bits of the
     /// kernel's output followed by eager `_softmax(out, -1, false)`.
     pub fn run_softmax(&self, inputs: &[Operand<'_>], log: bool) -> Result<Tensor> {
+        self.run_new(inputs, Some(log))
+    }
+
+    /// [`FusedKernel::run`] writing into `out` instead of a new tensor: a buffer the caller
+    /// recycles (a dropped result of an earlier run), so that a large output is not mapped and
+    /// page-faulted afresh every time. `out` must be a contiguous CPU tensor of the kernel's
+    /// dtype and sizes sharing no storage with an input (an error otherwise); its old values
+    /// are never read.
+    pub fn run_into(&self, inputs: &[Operand<'_>], out: &Tensor) -> Result<()> {
+        self.run_out(inputs, None, out)
+    }
+
+    /// [`FusedKernel::run_softmax`] writing into `out` (see [`FusedKernel::run_into`]).
+    pub fn run_softmax_into(&self, inputs: &[Operand<'_>], log: bool, out: &Tensor) -> Result<()> {
+        self.run_out(inputs, Some(log), out)
+    }
+
+    fn check_arity(&self, inputs: &[Operand<'_>]) -> Result<()> {
         if inputs.len() != self.n_inputs {
             return Err(Error::runtime(format!(
                 "internal error: fused kernel takes {} inputs, got {}",
@@ -395,87 +403,141 @@ impl FusedKernel {
                 inputs.len()
             )));
         }
+        Ok(())
+    }
+
+    fn numel(&self) -> Result<usize> {
+        self.sizes
+            .iter()
+            .try_fold(1usize, |acc, s| acc.checked_mul(usize::try_from(*s).ok()?))
+            .ok_or_else(|| Error::runtime("internal error: fused output size"))
+    }
+
+    fn run_new(&self, inputs: &[Operand<'_>], softmax: Option<bool>) -> Result<Tensor> {
+        self.check_arity(inputs)?;
         match self.dtype {
-            ScalarType::Double => self.run_typed::<f64>(inputs, Some(log)),
-            _ => self.run_typed::<f32>(inputs, Some(log)),
+            ScalarType::Double => self.run_new_typed::<f64>(inputs, softmax),
+            _ => self.run_new_typed::<f32>(inputs, softmax),
         }
     }
 
-    fn run_typed<C: FusedFloat>(
+    fn run_out(&self, inputs: &[Operand<'_>], softmax: Option<bool>, out: &Tensor) -> Result<()> {
+        self.check_arity(inputs)?;
+        if out.dtype() != self.dtype
+            || out.sizes().as_slice() != self.sizes.as_slice()
+            || !out.is_contiguous()
+            || out.device() != switchyard_core::Device::CPU
+        {
+            return Err(Error::runtime(
+                "internal error: a fused kernel's output must be a contiguous CPU tensor of its dtype and sizes",
+            ));
+        }
+        match self.dtype {
+            ScalarType::Double => self.run_out_typed::<f64>(inputs, softmax, out),
+            _ => self.run_out_typed::<f32>(inputs, softmax, out),
+        }
+    }
+
+    fn run_new_typed<C: FusedFloat>(
         &self,
         inputs: &[Operand<'_>],
         softmax: Option<bool>,
     ) -> Result<Tensor> {
-        // Scalars (and 0-dim tensors) converted once; tensors locked for reading.
-        let mut scalars: SmallVec<[Option<C>; 8]> = SmallVec::new();
-        let mut tensors: SmallVec<[(&Tensor, Access); 8]> = SmallVec::new();
-        let mut tensor_of: SmallVec<[usize; 8]> = SmallVec::new();
-        for op in inputs {
-            match op {
-                Operand::Scalar(s) => {
-                    scalars.push(Some(scalar_to::<C>(*s)));
-                    tensor_of.push(usize::MAX);
-                }
-                Operand::Tensor(t) if t.dim() == 0 => {
-                    scalars.push(Some(scalar_to::<C>(t.item_scalar()?)));
-                    tensor_of.push(usize::MAX);
-                }
-                Operand::Tensor(t) => {
-                    if t.dtype() != self.dtype {
-                        return Err(Error::runtime(format!(
-                            "internal error: fused kernel over {:?} got a {:?} input",
-                            self.dtype,
-                            t.dtype()
-                        )));
-                    }
-                    scalars.push(None);
-                    tensor_of.push(tensors.len());
-                    tensors.push((t, Access::Read));
-                }
-            }
-        }
-        let numel = self
-            .sizes
-            .iter()
-            .try_fold(1usize, |acc, s| acc.checked_mul(usize::try_from(*s).ok()?))
-            .ok_or_else(|| Error::runtime("internal error: fused output size"))?;
+        let prep = Prepared::<C>::new(self, inputs)?;
+        let numel = self.numel()?;
         Tensor::new_with::<C>(&self.sizes, |ys| {
             if ys.len() != numel {
                 return Err(Error::runtime("internal error: fused output size"));
             }
-            with_tensors(&tensors, |data| {
-                let out_geom = switchyard_core::tensor::Geometry::new(
-                    &self.sizes,
-                    &switchyard_core::shape::contiguous_strides(&self.sizes),
-                    0,
-                )?;
+            with_tensors(&prep.tensors, |data| {
                 let mut geoms: SmallVec<[&switchyard_core::tensor::Geometry; 8]> = SmallVec::new();
-                geoms.push(&out_geom);
-                for i in 0..tensors.len() {
+                let mut bytes: SmallVec<[&[u8]; 8]> = SmallVec::new();
+                for i in 0..prep.tensors.len() {
                     geoms.push(data.geometry(i));
+                    bytes.push(data.bytes(i)?);
                 }
-                let plan = Plan::new(&self.sizes, &geoms)?;
-                let mut slices: SmallVec<[&[C]; 8]> = SmallVec::new();
-                for i in 0..tensors.len() {
-                    slices.push(typed::<C>(data.bytes(i)?)?);
-                }
-                let env = Env {
-                    k: self,
-                    plan: &plan,
-                    scalars: &scalars,
-                    tensor_of: &tensor_of,
-                    slices: &slices,
-                };
-                match softmax {
-                    None => self.execute(&env, ys, numel),
-                    Some(log) => self.execute_softmax(&env, ys, log),
-                }
+                self.compute(&prep, &geoms, &bytes, ys, softmax)
             })?;
-            // SAFETY: `execute` / `execute_softmax` returned Ok, and they write every one of
-            // the `numel` elements of `ys` (each block of `[0, numel)` is stored whole; each row
-            // by `softmax_rows`, which writes all of its output) before returning Ok.
+            // SAFETY: `compute` returned Ok, and it writes every one of the `numel` elements of
+            // `ys` (each block of `[0, numel)` is stored whole; each row by `softmax_rows`,
+            // which writes all of its output) before returning Ok.
             Ok(unsafe { ys.assume_init_mut() })
         })
+    }
+
+    fn run_out_typed<C: FusedFloat>(
+        &self,
+        inputs: &[Operand<'_>],
+        softmax: Option<bool>,
+        out: &Tensor,
+    ) -> Result<()> {
+        let prep = Prepared::<C>::new(self, inputs)?;
+        let numel = self.numel()?;
+        let mut all: SmallVec<[(&Tensor, Access); 8]> = SmallVec::new();
+        all.push((out, Access::Write));
+        all.extend(prep.tensors.iter().copied());
+        with_tensors(&all, |data| {
+            let offset = usize::try_from(data.geometry(0).storage_offset())
+                .map_err(|_| Error::runtime("internal error: fused output offset"))?;
+            let mut geoms: SmallVec<[switchyard_core::tensor::Geometry; 8]> = SmallVec::new();
+            for i in 1..all.len() {
+                geoms.push(data.geometry(i).clone());
+            }
+            let mut rest: SmallVec<[Option<&[u8]>; 4]> = SmallVec::new();
+            let ob = data.split_first_host_mut(&mut rest)?;
+            let bytes: SmallVec<[&[u8]; 8]> = rest
+                .into_iter()
+                .map(|b| {
+                    b.ok_or_else(|| {
+                        Error::runtime("internal error: a fused kernel's output aliases an input")
+                    })
+                })
+                .collect::<Result<_>>()?;
+            let ys = typed_mut::<C>(ob)?
+                .get_mut(offset..offset + numel)
+                .ok_or_else(range_error)?;
+            // SAFETY: `MaybeUninit<C>` has the layout of `C`, and `compute` only ever stores
+            // initialised values through the slice, so `ys` stays initialised.
+            let ys: &mut [MaybeUninit<C>] = unsafe {
+                std::slice::from_raw_parts_mut(ys.as_mut_ptr().cast::<MaybeUninit<C>>(), ys.len())
+            };
+            let geoms: SmallVec<[&switchyard_core::tensor::Geometry; 8]> = geoms.iter().collect();
+            self.compute(&prep, &geoms, &bytes, ys, softmax)
+        })
+    }
+
+    /// The kernel over `ys` (the whole output), the tensor inputs' geometries and bytes given.
+    fn compute<C: FusedFloat>(
+        &self,
+        prep: &Prepared<'_, C>,
+        geoms_in: &[&switchyard_core::tensor::Geometry],
+        bytes: &[&[u8]],
+        ys: &mut [MaybeUninit<C>],
+        softmax: Option<bool>,
+    ) -> Result<()> {
+        let out_geom = switchyard_core::tensor::Geometry::new(
+            &self.sizes,
+            &switchyard_core::shape::contiguous_strides(&self.sizes),
+            0,
+        )?;
+        let mut geoms: SmallVec<[&switchyard_core::tensor::Geometry; 8]> = SmallVec::new();
+        geoms.push(&out_geom);
+        geoms.extend(geoms_in.iter().copied());
+        let plan = Plan::new(&self.sizes, &geoms)?;
+        let mut slices: SmallVec<[&[C]; 8]> = SmallVec::new();
+        for b in bytes {
+            slices.push(typed::<C>(b)?);
+        }
+        let env = Env {
+            plan: &plan,
+            scalars: &prep.scalars,
+            tensor_of: &prep.tensor_of,
+            slices: &slices,
+        };
+        match softmax {
+            None => self.execute(&env, ys, ys.len()),
+            Some(log) => self.execute_softmax(&env, ys, log),
+        }
     }
 
     fn execute<C: FusedFloat>(
@@ -539,7 +601,9 @@ impl FusedKernel {
         }
     }
 
-    /// Computes elements `[start, start + out.len())` block by block.
+    /// Computes elements `[start, start + out.len())` block by block. The last operation
+    /// stores straight into `out` (no register in between); the others work in registers,
+    /// in place when their destination is one of their sources.
     fn range<C: FusedFloat>(
         &self,
         env: &Env<'_, C>,
@@ -548,13 +612,25 @@ impl FusedKernel {
         block: usize,
     ) -> Result<()> {
         let n_tensors = env.slices.len();
-        let n_bufs = self.n_regs + n_tensors;
+        // Registers, one scratch block, then the gathered inputs.
+        let n_bufs = self.n_regs + 1 + n_tensors;
         let mut bufs: Vec<C> = switchyard_core::alloc::try_vec(n_bufs * block, C::zero())?;
+        // Whether the last operation computes the result (it then writes `out` itself).
+        let direct = match (self.result, self.code.last()) {
+            (Src::Reg(r), Some(op)) => op.dst() == r,
+            _ => false,
+        };
+        let (body, last) = if direct {
+            self.code.split_at(self.code.len() - 1)
+        } else {
+            (&self.code[..], &[][..])
+        };
         let mut pos = 0;
         while pos < out.len() {
             let len = block.min(out.len() - pos);
             let first = start + pos;
-            let (regs, gathered) = bufs.split_at_mut(self.n_regs * block);
+            let (regs, rest) = bufs.split_at_mut(self.n_regs * block);
+            let (scratch, gathered) = rest.split_at_mut(block);
             // Inputs of this block: in place when linear, else gathered.
             let mut views: SmallVec<[&[C]; 8]> = SmallVec::new();
             for (t, gbuf) in gathered.chunks_mut(block).enumerate().take(n_tensors) {
@@ -571,25 +647,28 @@ impl FusedKernel {
                     views.push(&*buf);
                 }
             }
-            for op in &self.code {
-                run_op::<C>(op, env, &views, regs, block, len)?;
+            for op in body {
+                run_op::<C>(op, env, &views, regs, scratch, block, len)?;
             }
-            let result: &[C] = match self.result {
-                Src::Reg(r) => &regs[usize::from(r) * block..usize::from(r) * block + len],
-                Src::Input(i) => match env.tensor_of[usize::from(i)] {
-                    usize::MAX => {
-                        let v = env.scalars[usize::from(i)].unwrap_or(C::zero());
-                        for o in &mut out[pos..pos + len] {
+            let dst = &mut out[pos..pos + len];
+            if let Some(op) = last.first() {
+                let regs: &[C] = regs;
+                let read = |s: Src| arg(s, env, &views, regs, block, len);
+                apply_to(op, env, read, dst)?;
+            } else {
+                match arg(self.result, env, &views, regs, block, len)? {
+                    Arg::Slice(r) => {
+                        for (o, v) in dst.iter_mut().zip(r) {
+                            o.write(*v);
+                        }
+                    }
+                    Arg::Scalar(v) => {
+                        for o in dst.iter_mut() {
                             o.write(v);
                         }
-                        pos += len;
-                        continue;
                     }
-                    t => views[t],
-                },
-            };
-            for (o, v) in out[pos..pos + len].iter_mut().zip(result) {
-                o.write(*v);
+                    Arg::Dst => return Err(Error::runtime("internal error: fused result")),
+                }
             }
             pos += len;
         }
@@ -597,8 +676,57 @@ impl FusedKernel {
     }
 }
 
+/// The inputs of one run: scalars converted once, tensors to lock for reading.
+struct Prepared<'t, C> {
+    scalars: SmallVec<[Option<C>; 8]>,
+    tensors: SmallVec<[(&'t Tensor, Access); 8]>,
+    tensor_of: SmallVec<[usize; 8]>,
+}
+
+impl<'t, C: FusedFloat> Prepared<'t, C> {
+    fn new(k: &FusedKernel, inputs: &[Operand<'t>]) -> Result<Prepared<'t, C>> {
+        let mut p = Prepared {
+            scalars: SmallVec::new(),
+            tensors: SmallVec::new(),
+            tensor_of: SmallVec::new(),
+        };
+        for op in inputs {
+            match *op {
+                Operand::Scalar(s) => {
+                    p.scalars.push(Some(scalar_to::<C>(s)));
+                    p.tensor_of.push(usize::MAX);
+                }
+                Operand::Tensor(t) if t.dim() == 0 => {
+                    p.scalars.push(Some(scalar_to::<C>(t.item_scalar()?)));
+                    p.tensor_of.push(usize::MAX);
+                }
+                Operand::Tensor(t) => {
+                    if t.dtype() != k.dtype {
+                        return Err(Error::runtime(format!(
+                            "internal error: fused kernel over {:?} got a {:?} input",
+                            k.dtype,
+                            t.dtype()
+                        )));
+                    }
+                    p.scalars.push(None);
+                    p.tensor_of.push(p.tensors.len());
+                    p.tensors.push((t, Access::Read));
+                }
+            }
+        }
+        Ok(p)
+    }
+}
+
+impl Op {
+    fn dst(&self) -> u8 {
+        match *self {
+            Op::Unary { dst, .. } | Op::Binary { dst, .. } | Op::Add { dst, .. } => dst,
+        }
+    }
+}
+
 struct Env<'a, C> {
-    k: &'a FusedKernel,
     plan: &'a Plan,
     scalars: &'a [Option<C>],
     tensor_of: &'a [usize],
@@ -652,6 +780,30 @@ fn gather<C: Copy>(plan: &Plan, k: usize, src: &[C], first: usize, buf: &mut [C]
     Ok(())
 }
 
+/// Where an operation stores: a register (`C`) or the output (`MaybeUninit<C>`).
+pub(crate) trait Store<C>: Copy + Send {
+    /// The stored form of `v`.
+    fn put(v: C) -> Self;
+}
+impl Store<f32> for f32 {
+    #[inline(always)]
+    fn put(v: f32) -> f32 {
+        v
+    }
+}
+impl Store<f64> for f64 {
+    #[inline(always)]
+    fn put(v: f64) -> f64 {
+        v
+    }
+}
+impl<C: Copy + Send> Store<C> for MaybeUninit<C> {
+    #[inline(always)]
+    fn put(v: C) -> MaybeUninit<C> {
+        MaybeUninit::new(v)
+    }
+}
+
 /// The compute types of fused kernels.
 pub(crate) trait FusedFloat:
     Float
@@ -659,29 +811,44 @@ pub(crate) trait FusedFloat:
     + crate::reduce_loops::SoftFloat
     + Element<Repr = Self>
     + std::ops::Div<Output = Self>
+    + Store<Self>
     + Send
     + Sync
 {
     /// `sin` over a slice, bit for bit eager's `Float::sin_` per element.
-    fn sin_slice(x: &[Self], dst: &mut [Self]);
+    fn sin_slice<U: Store<Self>>(x: &[Self], dst: &mut [U]);
+    /// [`FusedFloat::sin_slice`] in place.
+    fn sin_in_place(buf: &mut [Self]);
 }
 impl FusedFloat for f32 {
     /// Eager's `sin_f32` per element, without its per-element branch in the vector loop: the
     /// polynomial over the whole block, then the rare arguments beyond its range (|x| > 2^20,
     /// finite) again through `sin_f32`'s libm path. Same bits; a branch inside the loop made
     /// LLVM call libm for every element.
-    fn sin_slice(x: &[f32], dst: &mut [f32]) {
-        math::map1(x, dst, &|v: f32| math::sin_fast_f32(v));
+    fn sin_slice<U: Store<f32>>(x: &[f32], dst: &mut [U]) {
+        math::map1(x, dst, &|v: f32| U::put(math::sin_fast_f32(v)));
         for (d, &v) in dst.iter_mut().zip(x) {
             if math::trig_needs_slow_f32(v) {
-                *d = math::sin_f32(v);
+                *d = U::put(math::sin_f32(v));
             }
+        }
+    }
+    fn sin_in_place(buf: &mut [f32]) {
+        // The slow arguments need the input after the polynomial overwrote it: such (rare)
+        // blocks go element by element.
+        if buf.iter().any(|&v| math::trig_needs_slow_f32(v)) {
+            buf.iter_mut().for_each(|v| *v = math::sin_f32(*v));
+        } else {
+            math::map1_inplace(buf, &|v: f32| math::sin_fast_f32(v));
         }
     }
 }
 impl FusedFloat for f64 {
-    fn sin_slice(x: &[f64], dst: &mut [f64]) {
-        math::map1(x, dst, &|v: f64| Float::sin_(v));
+    fn sin_slice<U: Store<f64>>(x: &[f64], dst: &mut [U]) {
+        math::map1(x, dst, &|v: f64| U::put(Float::sin_(v)));
+    }
+    fn sin_in_place(buf: &mut [f64]) {
+        math::map1_inplace(buf, &|v: f64| Float::sin_(v));
     }
 }
 
@@ -693,9 +860,12 @@ fn scalar_to<C: FusedFloat>(s: Scalar) -> C {
     }
 }
 
+/// An operand of one operation over a block.
 enum Arg<'s, C> {
     Slice(&'s [C]),
     Scalar(C),
+    /// The destination's own values (an operation computing in place).
+    Dst,
 }
 
 fn arg<'s, C: FusedFloat>(
@@ -719,52 +889,215 @@ fn arg<'s, C: FusedFloat>(
     })
 }
 
-/// `dst = f(a, b)` over a block, whatever `a` and `b` are (a source register may be the
-/// destination: its values are copied out first).
-fn binary_into<C: FusedFloat>(
-    dst: &mut [C],
+/// `dst = f(a, b)` over a block (neither operand is `dst` itself).
+fn binary_to<C: FusedFloat, U: Store<C>>(
+    dst: &mut [U],
     a: Arg<'_, C>,
     b: Arg<'_, C>,
     f: &(impl Fn(C, C) -> C + Sync),
-) {
+) -> Result<()> {
     match (a, b) {
-        (Arg::Slice(a), Arg::Slice(b)) => math::map2(a, b, dst, f),
-        (Arg::Slice(a), Arg::Scalar(s)) => math::map1(a, dst, &|x| f(x, s)),
-        (Arg::Scalar(s), Arg::Slice(b)) => math::map1(b, dst, &|y| f(s, y)),
-        (Arg::Scalar(x), Arg::Scalar(y)) => dst.fill(f(x, y)),
+        (Arg::Slice(a), Arg::Slice(b)) => math::map2(a, b, dst, &|x, y| U::put(f(x, y))),
+        (Arg::Slice(a), Arg::Scalar(s)) => math::map1(a, dst, &|x| U::put(f(x, s))),
+        (Arg::Scalar(s), Arg::Slice(b)) => math::map1(b, dst, &|y| U::put(f(s, y))),
+        (Arg::Scalar(x), Arg::Scalar(y)) => dst.fill(U::put(f(x, y))),
+        _ => {
+            return Err(Error::runtime(
+                "internal error: fused operand aliases its output",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `buf = f(a, b)` over a block where `a`, `b` or both may be `buf`'s own values. A tensor
+/// operand beside the destination's values goes through `scratch` (a copy of `buf`) and the
+/// two-slice loop: that is the loop shape eager's kernels have, and with two NaN operands the
+/// one whose payload and sign survive depends on the instruction's operand order, which an
+/// in-place loop would let the compiler swap.
+fn binary_in_place<C: FusedFloat>(
+    buf: &mut [C],
+    scratch: &mut [C],
+    a: Arg<'_, C>,
+    b: Arg<'_, C>,
+    f: &(impl Fn(C, C) -> C + Sync),
+) -> Result<()> {
+    match (a, b) {
+        (Arg::Dst, Arg::Dst) => math::map1_inplace(buf, &|v| f(v, v)),
+        (Arg::Dst, Arg::Scalar(s)) => math::map1_inplace(buf, &|v| f(v, s)),
+        (Arg::Scalar(s), Arg::Dst) => math::map1_inplace(buf, &|y| f(s, y)),
+        (Arg::Dst, Arg::Slice(b)) => {
+            let copy = &mut scratch[..buf.len()];
+            copy.copy_from_slice(buf);
+            math::map2(copy, b, buf, f);
+        }
+        (Arg::Slice(a), Arg::Dst) => {
+            let copy = &mut scratch[..buf.len()];
+            copy.copy_from_slice(buf);
+            math::map2(a, copy, buf, f);
+        }
+        (a, b) => return binary_to(buf, a, b, f),
+    }
+    Ok(())
+}
+
+/// `dst = f(x)` over a block (`x` is not `dst`).
+fn unary_to<C: FusedFloat, U: Store<C>>(f: UnaryOp, x: Arg<'_, C>, dst: &mut [U]) -> Result<()> {
+    let x = match x {
+        Arg::Slice(x) => x,
+        Arg::Scalar(s) => {
+            let mut one = [C::zero()];
+            unary_to(f, Arg::Slice(&[s]), &mut one)?;
+            dst.fill(U::put(one[0]));
+            return Ok(());
+        }
+        Arg::Dst => {
+            return Err(Error::runtime(
+                "internal error: fused operand aliases its output",
+            ));
+        }
+    };
+    match f {
+        UnaryOp::Neg => math::map1(x, dst, &|v: C| U::put(Arith::neg(v))),
+        UnaryOp::Exp => math::map1(x, dst, &|v: C| U::put(Float::exp_(v))),
+        UnaryOp::Log => math::map1(x, dst, &|v: C| U::put(Float::log_(v))),
+        UnaryOp::Sin => C::sin_slice(x, dst),
+        UnaryOp::Tanh => math::map1(x, dst, &|v: C| U::put(Float::tanh_(v))),
+        UnaryOp::Sigmoid => math::map1(x, dst, &|v: C| U::put(Float::sigmoid_(v))),
+        UnaryOp::Sqrt => math::map1(x, dst, &|v: C| U::put(Float::sqrt_(v))),
+        UnaryOp::Relu => math::map1(x, dst, &|v: C| U::put(relu(v))),
+    }
+    Ok(())
+}
+
+/// `buf = f(buf)` over a block.
+fn unary_in_place<C: FusedFloat>(f: UnaryOp, buf: &mut [C]) {
+    match f {
+        UnaryOp::Neg => math::map1_inplace(buf, &|v: C| Arith::neg(v)),
+        UnaryOp::Exp => math::map1_inplace(buf, &|v: C| Float::exp_(v)),
+        UnaryOp::Log => math::map1_inplace(buf, &|v: C| Float::log_(v)),
+        UnaryOp::Sin => C::sin_in_place(buf),
+        UnaryOp::Tanh => math::map1_inplace(buf, &|v: C| Float::tanh_(v)),
+        UnaryOp::Sigmoid => math::map1_inplace(buf, &|v: C| Float::sigmoid_(v)),
+        UnaryOp::Sqrt => math::map1_inplace(buf, &|v: C| Float::sqrt_(v)),
+        UnaryOp::Relu => math::map1_inplace(buf, &|v: C| relu(v)),
     }
 }
 
+/// The scalar `alpha` of a fused `add` / `sub`, as eager's `add_kernel` uses it: `sub`
+/// negates it first.
+fn add_alpha<C: FusedFloat>(env: &Env<'_, C>, alpha: u8, negate: bool) -> Result<C> {
+    let alpha = match env.tensor_of.get(usize::from(alpha)).copied() {
+        Some(usize::MAX) => env.scalars[usize::from(alpha)].unwrap_or(C::one()),
+        _ => return Err(Error::runtime("internal error: a fused add's alpha")),
+    };
+    Ok(if negate { Arith::neg(alpha) } else { alpha })
+}
+
+/// Applies `op` with its result stored into `dst` (the output, or a register none of the
+/// sources is), its sources read by `read` (which may answer [`Arg::Dst`] only when `dst` is
+/// a register: then through the in-place loops).
+fn apply<'s, C: FusedFloat>(
+    op: &Op,
+    env: &Env<'_, C>,
+    mut read: impl FnMut(Src) -> Result<Arg<'s, C>>,
+    dst: &mut [C],
+    scratch: &mut [C],
+) -> Result<()> {
+    match *op {
+        Op::Unary { f, x, .. } => match read(x)? {
+            Arg::Dst => unary_in_place(f, dst),
+            x => unary_to(f, x, dst)?,
+        },
+        Op::Binary { f, a, b, .. } => {
+            let (a, b) = (read(a)?, read(b)?);
+            match f {
+                BinaryOp::Mul => binary_in_place(dst, scratch, a, b, &|x: C, y: C| Num::mul(x, y))?,
+                BinaryOp::Div => binary_in_place(dst, scratch, a, b, &|x: C, y: C| x / y)?,
+                BinaryOp::Maximum => {
+                    binary_in_place(dst, scratch, a, b, &|x: C, y: C| Num::maximum(x, y))?
+                }
+            }
+        }
+        Op::Add {
+            a,
+            b,
+            alpha,
+            negate,
+            ..
+        } => {
+            let (a, b) = (read(a)?, read(b)?);
+            // Eager's `add_kernel`: `alpha == 1` is plain add.
+            let alpha = add_alpha(env, alpha, negate)?;
+            if alpha == C::one() {
+                binary_in_place(dst, scratch, a, b, &|x: C, y: C| Num::add(x, y))?;
+            } else {
+                binary_in_place(dst, scratch, a, b, &move |x: C, y: C| {
+                    Num::add(x, Num::mul(alpha, y))
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies `op` storing into the output block `dst` (never one of its sources).
+fn apply_to<'s, C: FusedFloat>(
+    op: &Op,
+    env: &Env<'_, C>,
+    mut read: impl FnMut(Src) -> Result<Arg<'s, C>>,
+    dst: &mut [MaybeUninit<C>],
+) -> Result<()> {
+    match *op {
+        Op::Unary { f, x, .. } => unary_to(f, read(x)?, dst),
+        Op::Binary { f, a, b, .. } => {
+            let (a, b) = (read(a)?, read(b)?);
+            match f {
+                BinaryOp::Mul => binary_to(dst, a, b, &|x: C, y: C| Num::mul(x, y)),
+                BinaryOp::Div => binary_to(dst, a, b, &|x: C, y: C| x / y),
+                BinaryOp::Maximum => binary_to(dst, a, b, &|x: C, y: C| Num::maximum(x, y)),
+            }
+        }
+        Op::Add {
+            a,
+            b,
+            alpha,
+            negate,
+            ..
+        } => {
+            let (a, b) = (read(a)?, read(b)?);
+            let alpha = add_alpha(env, alpha, negate)?;
+            if alpha == C::one() {
+                binary_to(dst, a, b, &|x: C, y: C| Num::add(x, y))
+            } else {
+                binary_to(dst, a, b, &move |x: C, y: C| {
+                    Num::add(x, Num::mul(alpha, y))
+                })
+            }
+        }
+    }
+}
+
+/// Runs `op` into its destination register; a source that is the destination itself is
+/// computed in place (no copy of the block).
 fn run_op<C: FusedFloat>(
     op: &Op,
     env: &Env<'_, C>,
     views: &[&[C]],
     regs: &mut [C],
+    scratch: &mut [C],
     block: usize,
     len: usize,
 ) -> Result<()> {
-    // The destination register is taken out of the register file so that sources (which may
-    // be the same register) can be read: when they alias, the source is copied first.
-    let (dst_reg, srcs): (u8, SmallVec<[Src; 2]>) = match *op {
-        Op::Unary { dst, x, .. } => (dst, smallvec::smallvec![x]),
-        Op::Binary { dst, a, b, .. } | Op::Add { dst, a, b, .. } => {
-            (dst, smallvec::smallvec![a, b])
-        }
-    };
+    let dst_reg = op.dst();
     let d = usize::from(dst_reg);
-    let aliased = srcs
-        .iter()
-        .any(|s| matches!(s, Src::Reg(r) if *r == dst_reg));
-    let mut tmp: SmallVec<[C; 0]> = SmallVec::new();
-    if aliased {
-        tmp.extend_from_slice(&regs[d * block..d * block + len]);
-    }
     let (before, rest) = regs.split_at_mut(d * block);
     let (dst_full, after) = rest.split_at_mut(block);
     let dst = &mut dst_full[..len];
+    let (before, after): (&[C], &[C]) = (before, after);
     let read = |s: Src| -> Result<Arg<'_, C>> {
         match s {
-            Src::Reg(r) if r == dst_reg => Ok(Arg::Slice(&tmp[..len])),
+            Src::Reg(r) if r == dst_reg => Ok(Arg::Dst),
             Src::Reg(r) if usize::from(r) < d => {
                 let r = usize::from(r);
                 Ok(Arg::Slice(&before[r * block..r * block + len]))
@@ -776,62 +1109,5 @@ fn run_op<C: FusedFloat>(
             Src::Input(_) => arg(s, env, views, &[], block, len),
         }
     };
-    match *op {
-        Op::Unary { f, x, .. } => {
-            let x = read(x)?;
-            match x {
-                Arg::Slice(x) => unary_slice(f, x, dst),
-                Arg::Scalar(s) => {
-                    let mut one = [C::zero()];
-                    unary_slice(f, &[s], &mut one);
-                    dst.fill(one[0]);
-                }
-            }
-        }
-        Op::Binary { f, a, b, .. } => {
-            let (a, b) = (read(a)?, read(b)?);
-            match f {
-                BinaryOp::Mul => binary_into(dst, a, b, &|x: C, y: C| Num::mul(x, y)),
-                BinaryOp::Div => binary_into(dst, a, b, &|x: C, y: C| x / y),
-                BinaryOp::Maximum => binary_into(dst, a, b, &|x: C, y: C| Num::maximum(x, y)),
-            }
-        }
-        Op::Add {
-            a,
-            b,
-            alpha,
-            negate,
-            ..
-        } => {
-            let (a, b) = (read(a)?, read(b)?);
-            let alpha = match env.tensor_of.get(usize::from(alpha)).copied() {
-                Some(usize::MAX) => env.scalars[usize::from(alpha)].unwrap_or(C::one()),
-                _ => return Err(Error::runtime("internal error: a fused add's alpha")),
-            };
-            // Eager's `add_kernel`: `sub` negates alpha first, then `alpha == 1` is plain add.
-            let alpha = if negate { Arith::neg(alpha) } else { alpha };
-            if alpha == C::one() {
-                binary_into(dst, a, b, &|x: C, y: C| Num::add(x, y));
-            } else {
-                binary_into(dst, a, b, &move |x: C, y: C| {
-                    Num::add(x, Num::mul(alpha, y))
-                });
-            }
-        }
-    }
-    let _ = env.k;
-    Ok(())
-}
-
-fn unary_slice<C: FusedFloat>(f: UnaryOp, x: &[C], dst: &mut [C]) {
-    match f {
-        UnaryOp::Neg => math::map1(x, dst, &|v: C| Arith::neg(v)),
-        UnaryOp::Exp => math::map1(x, dst, &|v: C| Float::exp_(v)),
-        UnaryOp::Log => math::map1(x, dst, &|v: C| Float::log_(v)),
-        UnaryOp::Sin => C::sin_slice(x, dst),
-        UnaryOp::Tanh => math::map1(x, dst, &|v: C| Float::tanh_(v)),
-        UnaryOp::Sigmoid => math::map1(x, dst, &|v: C| Float::sigmoid_(v)),
-        UnaryOp::Sqrt => math::map1(x, dst, &|v: C| Float::sqrt_(v)),
-        UnaryOp::Relu => math::map1(x, dst, &|v: C| relu(v)),
-    }
+    apply(op, env, read, dst, scratch)
 }

@@ -319,3 +319,58 @@ fn sin_of_large_arguments_equals_eager() {
         assert_eq!(bits(&got), bits(&op::sin::call(&big).unwrap()), "{dtype:?}");
     }
 }
+
+/// `run_into` / `run_softmax_into` write a given (recycled) output: the same bits as a new
+/// output whatever the buffer held before, and outputs the kernel cannot write are errors.
+#[test]
+fn running_into_a_recycled_output_equals_a_new_output() {
+    for dtype in [ScalarType::Float, ScalarType::Double] {
+        for sizes in [[3i64, 5], [300, 257]] {
+            let x = tensor(dtype, &sizes, 11);
+            let y = tensor(dtype, &sizes, 12);
+            // x * 2 + y, then sin, then * y (a last binary operation into the output).
+            let mut b = FusedBuilder::new(dtype, &sizes).unwrap();
+            let ins: Vec<Value> = (0..4).map(|_| b.input().unwrap()).collect();
+            let mut v = b.binary(BinaryOp::Mul, ins[0], ins[1]).unwrap();
+            v = b.add(v, ins[2], ins[3], false).unwrap();
+            v = b.unary(UnaryOp::Sin, v).unwrap();
+            v = b.binary(BinaryOp::Mul, v, ins[2]).unwrap();
+            let k = b.finish(v).unwrap();
+            let operands = [
+                Operand::Tensor(&x),
+                Operand::Scalar(Scalar::Float(2.0)),
+                Operand::Tensor(&y),
+                Operand::Scalar(Scalar::Int(1)),
+            ];
+            let one = Scalar::Int(1);
+            let mut want = op::mul_Tensor::call(&x, &wrapped(2.0)).unwrap();
+            want = op::add_Tensor::call(&want, &y, one).unwrap();
+            want = op::sin::call(&want).unwrap();
+            want = op::mul_Tensor::call(&want, &y).unwrap();
+            // A buffer full of stale values (an earlier result).
+            let out = tensor(dtype, &sizes, 13);
+            k.run_into(&operands, &out).unwrap();
+            assert_eq!(bits(&out), bits(&want), "{dtype:?} {sizes:?}");
+            assert_eq!(bits(&k.run(&operands).unwrap()), bits(&want));
+            let sm = k.run_softmax(&operands, false).unwrap();
+            let stale = tensor(dtype, &sizes, 14);
+            k.run_softmax_into(&operands, false, &stale).unwrap();
+            assert_eq!(bits(&stale), bits(&sm), "{dtype:?} {sizes:?} softmax");
+            // Outputs it cannot write: an input's own storage, another shape or dtype, strided.
+            assert!(k.run_into(&operands, &x).is_err());
+            assert!(
+                k.run_into(&operands, &tensor(dtype, &[sizes[0]], 15))
+                    .is_err()
+            );
+            let other = if dtype == ScalarType::Float {
+                ScalarType::Double
+            } else {
+                ScalarType::Float
+            };
+            assert!(k.run_into(&operands, &tensor(other, &sizes, 15)).is_err());
+            let t =
+                op::transpose_int::call(&tensor(dtype, &[sizes[1], sizes[0]], 16), 0, 1).unwrap();
+            assert!(k.run_into(&operands, &t).is_err());
+        }
+    }
+}

@@ -11,13 +11,13 @@ mod views;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use smallvec::SmallVec;
 use switchyard_core::keys::sets;
 use switchyard_core::local_dispatch::ExcludeDispatchKeyGuard;
-use switchyard_core::{Device, DispatchKey, Error, Generator, Result, Tensor};
+use switchyard_core::{Device, DispatchKey, Error, Generator, Result, Storage, Tensor};
 use switchyard_cpu::fused::{FusedKernel, Operand};
 use switchyard_ops::op;
 
@@ -121,6 +121,7 @@ enum Instr {
         tail: &'static NodeInfo,
         ins: SmallVec<[usize; 4]>,
         out: usize,
+        spare: Spare,
     },
     /// A fusion group as the prologue of softmax / log_softmax over the last dimension.
     FusedSoftmax {
@@ -129,9 +130,86 @@ enum Instr {
         tail: &'static NodeInfo,
         ins: SmallVec<[usize; 4]>,
         out: usize,
+        spare: Spare,
     },
     /// The slot's last reader has run.
     Free(usize),
+}
+
+/// Bytes held by every program's [`Spare`]s together.
+static SPARE_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Outputs below this size are not kept: the allocator recycles them cheaply itself.
+const SPARE_MIN_BYTES: usize = 256 << 10;
+/// At most this many bytes are kept by all spares together.
+const SPARE_BUDGET_BYTES: usize = 512 << 20;
+
+/// The output buffer of a fused instruction's last run, kept to be written again by the next
+/// run if by then nobody else holds it (plan §5.4's output pool): a large output is otherwise
+/// mapped afresh and page-faulted on every step (a quarter of `chain8_16M`'s time). The buffer
+/// is reused only when this handle is the storage's only one — no tensor, view or exported
+/// pointer sees it — so a result the user kept is never overwritten; while the user holds it,
+/// keeping the handle costs no memory of its own.
+struct Spare(Mutex<Option<Storage>>);
+
+impl Spare {
+    fn new() -> Spare {
+        Spare(Mutex::new(None))
+    }
+
+    /// The kept buffer as a new contiguous tensor of `sizes` and `dtype`, if nobody else
+    /// holds it and it has the right size.
+    fn take(&self, sizes: &[i64], dtype: switchyard_core::ScalarType) -> Option<Tensor> {
+        let storage = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
+        SPARE_BYTES.fetch_sub(storage.nbytes(), Ordering::Relaxed);
+        let numel: i64 = sizes.iter().product();
+        let nbytes = usize::try_from(numel).ok()? * dtype.element_size();
+        if storage.use_count() != 1 || storage.is_exported() || storage.nbytes() != nbytes {
+            return None;
+        }
+        let strides = switchyard_core::shape::contiguous_strides(sizes);
+        let t = Tensor::from_storage(storage, sizes, &strides, 0, dtype).ok()?;
+        crate::metrics::counter_add("FusedOutputReused", 1);
+        Some(t)
+    }
+
+    /// Keeps `t`'s buffer for the next run (if large enough and within the budget).
+    fn keep(&self, t: &Tensor) {
+        let Some(storage) = t.storage() else { return };
+        let n = storage.nbytes();
+        if n < SPARE_MIN_BYTES
+            || SPARE_BYTES.fetch_add(n, Ordering::Relaxed) + n > SPARE_BUDGET_BYTES
+        {
+            if n >= SPARE_MIN_BYTES {
+                SPARE_BYTES.fetch_sub(n, Ordering::Relaxed);
+            }
+            return;
+        }
+        let old = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(storage);
+        if let Some(old) = old {
+            SPARE_BYTES.fetch_sub(old.nbytes(), Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Spare {
+    fn drop(&mut self) {
+        if let Some(s) = self
+            .0
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            SPARE_BYTES.fetch_sub(s.nbytes(), Ordering::Relaxed);
+        }
+    }
 }
 
 /// A compiled program: parameters in slots `0..n_params`, then one slot per node output.
@@ -185,7 +263,7 @@ pub(crate) fn deterministic(info: &NodeInfo) -> bool {
 /// computing `roots`.
 pub(crate) fn compile(
     order: &[Arc<Node>],
-    param_of: &HashMap<*const Node, usize>,
+    param_of: &crate::ir::NodeMap<usize>,
     n_params: usize,
     roots: &[Output],
 ) -> Result<Program> {
@@ -198,7 +276,7 @@ pub(crate) fn compile(
         generators_before.push(seen_generators);
         seen_generators += nd.args.iter().filter(|a| is_explicit_generator(a)).count();
     }
-    let id_of: HashMap<*const Node, usize> = order
+    let id_of: crate::ir::NodeMap<usize> = order
         .iter()
         .enumerate()
         .map(|(i, nd)| (Arc::as_ptr(nd), i))
@@ -354,6 +432,7 @@ pub(crate) fn compile(
                 tail: info,
                 ins: inputs.iter().map(|o| slot(*o)).collect(),
                 out: slot_of[i],
+                spare: Spare::new(),
             });
         } else if let Some(g) = groups.tail_of.get(&i) {
             let (kernel, inputs) = fuse::build(order, &operands, g)?;
@@ -364,6 +443,7 @@ pub(crate) fn compile(
                 tail: info,
                 ins: inputs.iter().map(|o| slot(*o)).collect(),
                 out: slot_of[i],
+                spare: Spare::new(),
             });
         } else if !is_root[i] && views::is_view_copy(info) {
             stats.views += 1;
@@ -432,12 +512,14 @@ fn read(slots: &[Option<Val>], k: usize) -> Result<Val> {
         .ok_or_else(|| Error::runtime("internal error: lazy program reads an empty slot"))
 }
 
-/// Runs a fused kernel on the values of slots `ins` (`softmax`: as a softmax prologue).
+/// Runs a fused kernel on the values of slots `ins` (`softmax`: as a softmax prologue), into
+/// the spare buffer of its last run when nobody holds that any more.
 fn run_fused(
     slots: &[Option<Val>],
     kernel: &FusedKernel,
     ins: &[usize],
     softmax: Option<bool>,
+    spare: &Spare,
 ) -> Result<Tensor> {
     let vals: SmallVec<[Val; 4]> = ins.iter().map(|&k| read(slots, k)).collect::<Result<_>>()?;
     let operands: SmallVec<[Operand<'_>; 4]> = vals
@@ -447,10 +529,21 @@ fn run_fused(
             Val::Scalar(s) => Operand::Scalar(*s),
         })
         .collect();
-    match softmax {
-        None => kernel.run(&operands),
-        Some(log) => kernel.run_softmax(&operands, log),
-    }
+    let t = match spare.take(kernel.sizes(), kernel.dtype()) {
+        Some(out) => {
+            match softmax {
+                None => kernel.run_into(&operands, &out)?,
+                Some(log) => kernel.run_softmax_into(&operands, log, &out)?,
+            }
+            out
+        }
+        None => match softmax {
+            None => kernel.run(&operands)?,
+            Some(log) => kernel.run_softmax(&operands, log)?,
+        },
+    };
+    spare.keep(&t);
+    Ok(t)
 }
 
 /// `t` laid out as `shape` says (a kernel given a strided view may return an output that
@@ -619,8 +712,9 @@ impl Computation for Program {
                     tail,
                     ins,
                     out,
+                    spare,
                 } => {
-                    let t = run_fused(&slots, kernel, ins, None)
+                    let t = run_fused(&slots, kernel, ins, None, spare)
                         .map_err(|e| e.in_operator(&tail.operator_name()))?;
                     slots[*out] = Some(Val::Tensor(t));
                 }
@@ -630,8 +724,9 @@ impl Computation for Program {
                     tail,
                     ins,
                     out,
+                    spare,
                 } => {
-                    let t = run_fused(&slots, kernel, ins, Some(*log))
+                    let t = run_fused(&slots, kernel, ins, Some(*log), spare)
                         .map_err(|e| e.in_operator(&tail.operator_name()))?;
                     slots[*out] = Some(Val::Tensor(t));
                 }

@@ -258,6 +258,65 @@ fn a_cached_step_compiles_nothing_and_scalars_are_parameters() {
     }
 }
 
+/// chain8 with its first factor `s` (a lifted scalar: every `s` runs the same program).
+fn chain8_with(x: &Tensor, s: f64) -> Result<Tensor> {
+    let y = x.mul_scalar(s)?.add_scalar(1.0)?.sin()?;
+    y.mul(&y)?.sub_scalar(0.5)?.exp()?.div_scalar(3.0)?.relu()
+}
+
+#[test]
+fn a_fused_output_is_reused_only_when_nothing_holds_it() {
+    let _g = setup();
+    let _restore = Fusing;
+    set_compiler(CompilerKind::Fusing);
+    // 1 MiB outputs: large enough to be kept between runs.
+    let n = 1 << 18;
+    let ex = sample(&[n], 40);
+    let x = switchyard_lazy::to_lazy(&ex).unwrap();
+    let rows = sample(&[256, 1024], 41);
+    let lrows = switchyard_lazy::to_lazy(&rows).unwrap();
+    switchyard_lazy::mark_step().unwrap();
+    let step = |s: f64| {
+        let y = chain8_with(&x, s).unwrap();
+        let sm = lrows.mul_scalar(s).unwrap().softmax(1).unwrap();
+        switchyard_lazy::mark_step().unwrap();
+        (y, sm)
+    };
+    let want = |s: f64| {
+        (
+            bits(&chain8_with(&ex, s).unwrap()),
+            bits(&rows.mul_scalar(s).unwrap().softmax(1).unwrap()),
+        )
+    };
+    // Results kept by the user are never written by a later run; values read from them to the
+    // CPU are copies, which outlive the lazy tensor's buffer.
+    let (y1, sm1) = step(2.0);
+    let compiled = counter("UncachedCompile");
+    // (Not 3.0: a factor equal to the chain's divisor shares its parameter, another graph.)
+    let (y2, sm2) = step(2.5);
+    let (c2, csm2) = (
+        switchyard_lazy::to_cpu(&y2).unwrap(),
+        switchyard_lazy::to_cpu(&sm2).unwrap(),
+    );
+    drop((y2, sm2));
+    // Step 2's lazy results are gone: step 3 writes into their buffers; step 1's are kept, so
+    // step 2 wrote new ones.
+    let (y3, sm3) = step(4.0);
+    assert_eq!(counter("FusedOutputReused"), 2);
+    assert_eq!((bits(&y1), bits(&sm1)), want(2.0));
+    assert_eq!((bits(&c2), bits(&csm2)), want(2.5));
+    assert_eq!((bits(&y3), bits(&sm3)), want(4.0));
+    // Dropped results: their buffers take the next run's values.
+    drop((y1, sm1, c2, csm2, y3, sm3));
+    for (k, s) in [5.0, 6.0, -1.5].into_iter().enumerate() {
+        let (y, sm) = step(s);
+        assert_eq!(counter("FusedOutputReused"), 2 * (k as u64 + 2), "run {k}");
+        assert_eq!((bits(&y), bits(&sm)), want(s), "run {k}");
+    }
+    // Every step ran the program compiled for the first.
+    assert_eq!(counter("UncachedCompile"), compiled);
+}
+
 #[test]
 fn producers_fuse_into_softmax_rows_with_eager_bits() {
     let _g = setup();
