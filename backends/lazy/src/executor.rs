@@ -412,12 +412,13 @@ fn compile(graph: &Graph, roots: &[Output]) -> Result<Program> {
     })
 }
 
+/// A pending graph: its hash, its parameters, the tensors it computes (see [`pending_graph`]).
+pub(crate) type PendingGraph = (Hash128, Vec<Arc<DeviceData>>, Vec<Arc<LazyTensor>>);
+
 /// What syncing `tensors` would run: its graph hash, its parameters (device data in the
 /// program's order) and the tensors it computes, in result order. `None` when nothing is
 /// pending. (`extract_compiled_graph`, B.15.)
-pub(crate) fn pending_graph(
-    tensors: &[Arc<LazyTensor>],
-) -> Result<Option<(Hash128, Vec<Arc<DeviceData>>, Vec<Arc<LazyTensor>>)>> {
+pub(crate) fn pending_graph(tensors: &[Arc<LazyTensor>]) -> Result<Option<PendingGraph>> {
     let (synced, roots) = collect(tensors);
     if roots.is_empty() {
         return Ok(None);

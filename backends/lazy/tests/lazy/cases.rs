@@ -435,24 +435,16 @@ fn l14_saved_graph_file_names_the_mark_step_caller() {
         lazy(sample(&[5, 5], 1402)),
         lazy(sample(&[5], 1403)),
     );
-    // SAFETY (of the test): the tests of this binary hold `setup()`'s lock, and no other
-    // thread reads these variables meanwhile.
-    unsafe {
-        std::env::set_var("LTC_SAVE_TENSORS_FILE", &path);
-        std::env::remove_var("LTC_SAVE_TENSORS_FMT");
-    }
+    set_env("LTC_SAVE_TENSORS_FILE", Some(path.as_os_str()));
+    set_env("LTC_SAVE_TENSORS_FMT", None);
     let _y = linear(&x, &w, &b);
     let line = line!() + 1;
     let stepped = switchyard_lazy::mark_step();
-    unsafe {
-        std::env::set_var("LTC_SAVE_TENSORS_FMT", "dot");
-    }
+    set_env("LTC_SAVE_TENSORS_FMT", Some("dot".as_ref()));
     let _z = linear(&x, &w, &b).relu().unwrap();
     let dot_step = switchyard_lazy::mark_step();
-    unsafe {
-        std::env::remove_var("LTC_SAVE_TENSORS_FILE");
-        std::env::remove_var("LTC_SAVE_TENSORS_FMT");
-    }
+    set_env("LTC_SAVE_TENSORS_FILE", None);
+    set_env("LTC_SAVE_TENSORS_FMT", None);
     stepped.unwrap();
     dot_step.unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
@@ -490,6 +482,19 @@ fn l14_saved_graph_file_names_the_mark_step_caller() {
         records[1]
     );
     assert!(records[1].contains("aten::relu"), "{}", records[1]);
+}
+
+/// Sets (or removes) an environment variable the lazy backend reads at each sync.
+fn set_env(name: &str, value: Option<&std::ffi::OsStr>) {
+    // SAFETY: only the lazy tests of this binary read these variables, on the thread holding
+    // `setup()`'s lock, as this test's caller does; nothing reads the environment concurrently
+    // through libc here.
+    unsafe {
+        match value {
+            Some(v) => std::env::set_var(name, v),
+            None => std::env::remove_var(name),
+        }
+    }
 }
 
 /// `dump_ir(.., Backend)` (B.13): the program the backend would compile for the tensors'

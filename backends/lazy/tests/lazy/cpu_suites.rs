@@ -17,15 +17,18 @@ use switchyard_core::{Device, Result, Tensor};
 use switchyard_ops::native::is_non_overlapping_and_dense;
 use switchyard_ops::op;
 
-/// This binary's target: the lazy device (see the module documentation).
-pub const LAZY_TARGET: (
-    &str,
+/// The hooks' type (`TargetHooks` of `target_support/mod.rs`, spelled out: a tuple type).
+type Hooks = (
+    &'static str,
     fn(&Tensor) -> Result<Tensor>,
     fn() -> Result<()>,
     fn(&Tensor) -> Result<Tensor>,
     fn() -> Box<dyn Any>,
-    fn(&str, &serde_json::Value) -> Option<&'static str>,
-) = (
+    fn(&str, &Value) -> Option<&'static str>,
+);
+
+/// This binary's target: the lazy device (see the module documentation).
+pub const LAZY_TARGET: Hooks = (
     "lazy",
     to_device,
     switchyard_lazy::mark_step,
