@@ -1,11 +1,16 @@
 //! IR dumps (B.13): the graph of some tensors' pending IR as LTC's text (`dump_ir(tensors,
-//! "text")`) and as Graphviz (`render_ir_graph`). A tensor without pending IR appears as its
-//! device-data leaf. Dumping computes nothing.
+//! "text")`), as Graphviz (`render_ir_graph`) and as the backend's program text
+//! (`dump_ir(tensors, "backend")`). A tensor without pending IR appears as its device-data
+//! leaf. Dumping computes nothing. With `LTC_SAVE_TENSORS_FILE` set, every sync appends its
+//! graph to that file (`LTC_SAVE_TENSORS_FMT`: `text`, `dot` or `backend`), headed by the
+//! Rust caller of the sync (LTC prints Python frames).
 
 use std::collections::HashMap;
+use std::io::Write as _;
+use std::panic::Location;
 use std::sync::Arc;
 
-use switchyard_core::{Result, Tensor};
+use switchyard_core::{Error, Result, Tensor};
 
 use crate::ir::{Arg, Node, OpKind, Output, post_order};
 use crate::tensor::get_ltc_tensor;
@@ -18,6 +23,97 @@ pub enum DumpFormat {
     Text,
     /// Graphviz: `digraph G {`, one labelled box per node, one edge per operand, `}`.
     Dot,
+    /// The program the backend compiles for the roots (compiled afresh, not cached or run):
+    /// slots, instructions and fusion groups, as the cache holds it.
+    Backend,
+}
+
+thread_local! {
+    /// The Rust location that asked for the sync in progress on this thread (`mark_step`'s,
+    /// `sync`'s or `to_cpu`'s caller), for the saved graphs.
+    static SYNC_CALLER: std::cell::Cell<Option<SyncCaller>> = const { std::cell::Cell::new(None) };
+}
+
+/// An entry point that syncs (its name, file and line) and where it was called from.
+type SyncCaller = (
+    &'static str,
+    (&'static str, u32),
+    &'static Location<'static>,
+);
+
+/// Records `caller` as the origin of the syncs `f` runs (entry point `api`, defined at
+/// `api_at`).
+pub(crate) fn with_sync_caller<R>(
+    api: &'static str,
+    api_at: (&'static str, u32),
+    caller: &'static Location<'static>,
+    f: impl FnOnce() -> R,
+) -> R {
+    let previous = SYNC_CALLER.replace(Some((api, api_at, caller)));
+    let r = f();
+    SYNC_CALLER.set(previous);
+    r
+}
+
+/// Appends the graph of a sync to `LTC_SAVE_TENSORS_FILE` when it is set (B.13):
+/// `[ScheduleSyncTensorsGraph]`, the `Rust Stacktrace:` (the entry point and its caller, in
+/// place of LTC's Python frames), `Hashes: (<root hashes>)`, `## BEGIN_GRAPH`, the graph in
+/// `LTC_SAVE_TENSORS_FMT` (`text` by default, `dot`, `backend`), `## END_GRAPH`.
+pub(crate) fn save_tensors_graph(
+    roots: &[Output],
+    _graph_hash: crate::ir::Hash128,
+    backend_text: impl FnOnce() -> String,
+) -> Result<()> {
+    let Some(path) = std::env::var_os("LTC_SAVE_TENSORS_FILE").filter(|p| !p.is_empty()) else {
+        return Ok(());
+    };
+    let format = std::env::var("LTC_SAVE_TENSORS_FMT").unwrap_or_default();
+    let nodes: Vec<&Arc<Node>> = roots.iter().map(|o| &o.node).collect();
+    let graph = match format.as_str() {
+        "" | "text" => text(&post_order(&nodes)?, roots),
+        "dot" => dot(&post_order(&nodes)?, roots),
+        "backend" => backend_text(),
+        other => {
+            return Err(Error::value(format!(
+                "LTC_SAVE_TENSORS_FMT: unknown format '{other}' (text, dot or backend)"
+            )));
+        }
+    };
+    let mut record = String::from("[ScheduleSyncTensorsGraph]\nRust Stacktrace:\n");
+    match SYNC_CALLER.get() {
+        Some((api, (file, line), caller)) => {
+            record.push_str(&format!("  {api} ({file}:{line})\n"));
+            record.push_str(&format!("  caller ({}:{})\n", caller.file(), caller.line()));
+        }
+        None => record.push_str("  <no recorded caller>\n"),
+    }
+    let hashes: Vec<String> = roots
+        .iter()
+        .map(|r| format!("{:032x}", r.hash().0))
+        .collect();
+    record.push_str(&format!("Hashes: ({})\n", hashes.join(", ")));
+    record.push_str("## BEGIN_GRAPH\n");
+    record.push_str(&graph);
+    if !graph.ends_with('\n') {
+        record.push('\n');
+    }
+    record.push_str("## END_GRAPH\n\n");
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| {
+            Error::runtime(format!(
+                "LTC_SAVE_TENSORS_FILE: cannot open {}: {e}",
+                std::path::Path::new(&path).display()
+            ))
+        })?;
+    file.write_all(record.as_bytes()).map_err(|e| {
+        Error::runtime(format!(
+            "LTC_SAVE_TENSORS_FILE: cannot write {}: {e}",
+            std::path::Path::new(&path).display()
+        ))
+    })
 }
 
 /// The IR roots of `tensors` (LTC's `GetIrValue` of each).
@@ -36,6 +132,7 @@ pub fn dump_ir(tensors: &[Tensor], format: DumpFormat) -> Result<String> {
     Ok(match format {
         DumpFormat::Text => text(&order, &roots),
         DumpFormat::Dot => dot(&order, &roots),
+        DumpFormat::Backend => crate::executor::backend_text(&roots)?,
     })
 }
 

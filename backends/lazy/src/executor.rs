@@ -264,12 +264,22 @@ pub fn run_cached_graph(
     hash: Hash128,
     inputs: &[switchyard_core::Tensor],
 ) -> Result<Vec<switchyard_core::Tensor>> {
+    run_cached_values(
+        hash,
+        inputs.iter().map(|t| Val::Tensor(t.clone())).collect(),
+    )
+}
+
+/// [`run_cached_graph`] with its parameters as values (scalar parameters as scalars).
+pub(crate) fn run_cached_values(
+    hash: Hash128,
+    params: Vec<Val>,
+) -> Result<Vec<switchyard_core::Tensor>> {
     let program = with_cache(|c| c.get(hash)).ok_or_else(|| {
         Error::runtime(
             "Failed to get computation by hash. Maybe the entry get kicked out of the LRU cache",
         )
     })?;
-    let params: Vec<Val> = inputs.iter().map(|t| Val::Tensor(t.clone())).collect();
     let values = {
         let _lock = DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
         program.execute(&params, &[])?
@@ -403,6 +413,41 @@ fn compile(graph: &Graph, roots: &[Output]) -> Result<Program> {
     })
 }
 
+/// A pending graph: its hash, its parameters, the tensors it computes (see [`pending_graph`]).
+pub(crate) type PendingGraph = (Hash128, Vec<Arc<DeviceData>>, Vec<Arc<LazyTensor>>);
+
+/// What syncing `tensors` would run: its graph hash, its parameters (device data in the
+/// program's order) and the tensors it computes, in result order. `None` when nothing is
+/// pending. (`extract_compiled_graph`, B.15.)
+pub(crate) fn pending_graph(tensors: &[Arc<LazyTensor>]) -> Result<Option<PendingGraph>> {
+    let (synced, roots) = collect(tensors);
+    if roots.is_empty() {
+        return Ok(None);
+    }
+    let graph = build_graph(&roots, true)?;
+    Ok(Some((graph.hash, graph.params, synced)))
+}
+
+/// Compiles the graph of `roots` with the selected compiler.
+fn compile_graph(graph: &Graph, roots: &[Output]) -> Result<Arc<dyn Computation>> {
+    Ok(match compiler::compiler() {
+        CompilerKind::Naive => Arc::new(compile(graph, roots)?),
+        CompilerKind::Fusing => Arc::new(compiler::compile(
+            &graph.order,
+            &graph.param_of,
+            graph.params.len(),
+            roots,
+        )?),
+    })
+}
+
+/// The backend text of the program computing `roots` (`dump_ir(.., Backend)`): compiled
+/// afresh, neither cached nor run.
+pub(crate) fn backend_text(roots: &[Output]) -> Result<String> {
+    let graph = build_graph(roots, true)?;
+    Ok(compile_graph(&graph, roots)?.text())
+}
+
 /// The graph hash of what syncing `tensors` would run (PyTorch's `GetGraphHash`), `None` when
 /// nothing is pending.
 pub fn graph_hash(tensors: &[Arc<LazyTensor>]) -> Result<Option<Hash128>> {
@@ -458,15 +503,7 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
         None => {
             metrics::counter_add("UncachedCompile", 1);
             let start = Instant::now();
-            let p: Arc<dyn Computation> = match compiler::compiler() {
-                CompilerKind::Naive => Arc::new(compile(&graph, &roots)?),
-                CompilerKind::Fusing => Arc::new(compiler::compile(
-                    &graph.order,
-                    &graph.param_of,
-                    graph.params.len(),
-                    &roots,
-                )?),
-            };
+            let p = compile_graph(&graph, &roots)?;
             metrics::record_time("CompileTime", start.elapsed());
             with_cache(|c| c.insert(graph.hash, Arc::clone(&p)));
             p
@@ -477,6 +514,8 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
             "internal error: the cached program's parameter count differs from the graph's",
         ));
     }
+    // `LTC_SAVE_TENSORS_FILE` (B.13): the graph of this sync, appended before it runs.
+    crate::dump::save_tensors_graph(&roots, graph.hash, || program.text())?;
     let params: Vec<Val> = graph
         .params
         .iter()

@@ -28,6 +28,7 @@ pub mod compiler;
 pub mod data;
 pub mod dump;
 pub mod executor;
+pub mod extract;
 pub mod fallback;
 #[rustfmt::skip]
 mod generated;
@@ -56,6 +57,7 @@ pub use dump::{DumpFormat, dump_ir};
 pub use executor::{
     clear_computation_cache, computation_cache_size, remove_from_computation_cache, wait_device_ops,
 };
+pub use extract::{CompiledGraph, extract_compiled_graph};
 pub use fallback::{fallback, get_force_fallback, set_force_fallback};
 pub use ir::Hash128;
 pub use metrics::{counter_names, counter_value, metrics_report, reset_metrics};
@@ -82,9 +84,21 @@ fn register() -> Result<()> {
     let mut fallback_lib = Library::new(LibraryKind::Impl, "_", Some(DispatchKey::Lazy))?;
     fallback_lib.fallback(Kernel::boxed(fallback))?;
     fallback_lib.leak();
+    // Operators the backend sends to the fallback but whose CompositeExplicitAutograd kernel
+    // would otherwise run at `Lazy` (a kernel for a key beats its fallback) and take views of
+    // plain lazy tensors, which have no storage: the fallback is registered as their kernel.
+    let mut composite_fallbacks = Library::new(LibraryKind::Impl, "aten", Some(DispatchKey::Lazy))?;
+    for name in FALLBACK_OVER_COMPOSITE {
+        composite_fallbacks.impl_(name, Kernel::boxed(fallback))?;
+    }
+    composite_fallbacks.leak();
     fallback::force_fallback_from_env()?;
     Ok(())
 }
+
+/// The `# fallback:` operators of backend.yaml with a CompositeExplicitAutograd kernel that
+/// views its inputs (tensor-list operands, which the IR cannot carry yet).
+const FALLBACK_OVER_COMPOSITE: &[&str] = &["stack", "block_diag"];
 
 /// A copy of `t` on the lazy device (a functional wrapper around a lazy tensor holding the
 /// copy).
@@ -93,16 +107,25 @@ pub fn to_lazy(t: &Tensor) -> Result<Tensor> {
 }
 
 /// A copy of `t` on the CPU: executes what `t` needs (and only that; its IR is kept).
+#[track_caller]
 pub fn to_cpu(t: &Tensor) -> Result<Tensor> {
-    op::_to_copy::call(t, None, None, Some(Device::CPU), None, false, None)
+    let caller = std::panic::Location::caller();
+    dump::with_sync_caller("to_cpu", (file!(), line!()), caller, || {
+        op::_to_copy::call(t, None, None, Some(Device::CPU), None, false, None)
+    })
 }
 
 /// Syncs every live lazy tensor (PyTorch's `torch._lazy.mark_step()`): one graph, compiled or
 /// taken from the cache, executed; each tensor's IR replaced by its data. Counter `MarkStep`.
 /// Then the step closures queued with [`add_step_closure`] run (a synchronous closure's error
 /// is returned; asynchronous ones run on a worker thread).
+#[track_caller]
 pub fn mark_step() -> Result<()> {
-    executor::sync_live_tensors()?;
+    // Where the step was asked for, for the saved graphs (`LTC_SAVE_TENSORS_FILE`).
+    let caller = std::panic::Location::caller();
+    dump::with_sync_caller("mark_step", (file!(), line!()), caller, || {
+        executor::sync_live_tensors()
+    })?;
     metrics::counter_add("MarkStep", 1);
     trie::reset_current();
     closures::run_step_closures()
@@ -114,8 +137,12 @@ fn payloads(tensors: &[Tensor]) -> Result<Vec<std::sync::Arc<LazyTensor>>> {
 }
 
 /// Syncs `tensors` only (PyTorch's `torch._lazy.sync_multi`): their IR replaced by data.
+#[track_caller]
 pub fn sync(tensors: &[Tensor]) -> Result<()> {
-    executor::sync_tensors(&payloads(tensors)?, true)
+    let caller = std::panic::Location::caller();
+    dump::with_sync_caller("sync", (file!(), line!()), caller, || {
+        executor::sync_tensors(&payloads(tensors)?, true)
+    })
 }
 
 /// The hash of the graph syncing `tensors` would run (`None` if nothing is pending).

@@ -79,10 +79,31 @@ impl Lazy {
 }
 
 impl LazyNativeFunctions for Lazy {
-    fn clone(self_: &Tensor, _memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
         counter_add("lazy::clone", 1);
-        // All lazy operators are functional: a clone shares the IR value.
         let lt = get_ltc_tensor(self_)?;
+        let shape = lt.shape();
+        // All lazy operators are functional: a clone shares the IR value, unless it asks for
+        // another layout than the value has (`contiguous()` of a transposed value, which a
+        // `view` then relies on): then it is a `_to_copy` to that memory format.
+        let relayout = match memory_format {
+            None | Some(MemoryFormat::Preserve) => false,
+            Some(MemoryFormat::Contiguous) => {
+                !switchyard_core::shape::is_contiguous(&shape.sizes, &shape.strides)
+            }
+            Some(_) => true,
+        };
+        if relayout {
+            return <Lazy as LazyNativeFunctions>::_to_copy(
+                self_,
+                None,
+                None,
+                None,
+                None,
+                false,
+                memory_format,
+            );
+        }
         create_from_ir(lt.ir_value()?, lt.device())
     }
 

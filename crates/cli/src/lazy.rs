@@ -1,6 +1,8 @@
 //! `switchyard lazy`: built-in programs on the lazy device (plan §7.3). Each runs a few steps
-//! (`mark_step` after each), then traces one more step and prints its IR (text or Graphviz,
-//! B.13) before running it; `--metrics` appends the lazy metrics report (B.12).
+//! (`mark_step` after each), then traces one more step and prints its IR (text, Graphviz or
+//! SVG, B.13 and plan §6.4) before running it; `--metrics` appends the lazy metrics report
+//! (B.12). `switchyard lazy render GRAPH.dot [-o GRAPH.svg]` lays out a saved Graphviz dump
+//! as SVG.
 
 use std::io::Write;
 
@@ -18,12 +20,22 @@ pub(crate) enum LazyFormat {
     Text,
     /// Graphviz.
     Dot,
+    /// SVG: the Graphviz graph laid out (`dagre`) and drawn.
+    Svg,
+    /// The program the backend compiles for the step (slots, instructions, fusion groups).
+    Backend,
 }
 
 #[derive(clap::Args)]
 pub(crate) struct LazyArgs {
-    /// The program to run (`--list` shows them; default `add`).
+    /// The program to run (`--list` shows them; default `add`), or `render` to lay out a
+    /// Graphviz dump given next as SVG.
     program: Option<String>,
+    /// With `render`: the Graphviz file (as `--format dot` writes it).
+    input: Option<std::path::PathBuf>,
+    /// Write the graph (or the SVG of `render`) to this file instead of standard output.
+    #[arg(short = 'o', long)]
+    output: Option<std::path::PathBuf>,
     /// Steps run (and synced) before the one whose IR is printed.
     #[arg(long, default_value_t = 2)]
     steps: usize,
@@ -127,6 +139,23 @@ pub(crate) fn run(args: &LazyArgs, out: &mut dyn Write) -> Outcome<()> {
         return Ok(());
     }
     let name = args.program.as_deref().unwrap_or("add");
+    if name == "render" {
+        let input = args.input.as_ref().ok_or_else(|| {
+            switchyard_core::Error::value("lazy render: expected a Graphviz file to render")
+        })?;
+        let text = std::fs::read_to_string(input).map_err(|e| {
+            switchyard_core::Error::value(format!("lazy render: {}: {e}", input.display()))
+        })?;
+        let svg = crate::svg::render_svg(&crate::svg::parse_dot(&text)?)?;
+        return emit(args, &svg, out);
+    }
+    if let Some(extra) = &args.input {
+        return Err(switchyard_core::Error::value(format!(
+            "lazy: unexpected argument '{}' (only `render` takes a file)",
+            extra.display()
+        ))
+        .into());
+    }
     let program = PROGRAMS.iter().find(|p| p.name == name).ok_or_else(|| {
         switchyard_core::Error::value(format!(
             "unknown lazy program '{name}' (`switchyard lazy --list` shows them)"
@@ -141,14 +170,29 @@ pub(crate) fn run(args: &LazyArgs, out: &mut dyn Write) -> Outcome<()> {
         switchyard_lazy::mark_step()?;
     }
     let roots = (program.step)(&state)?;
-    let format = match args.format {
-        LazyFormat::Text => DumpFormat::Text,
-        LazyFormat::Dot => DumpFormat::Dot,
+    let graph = match args.format {
+        LazyFormat::Text => switchyard_lazy::dump_ir(&roots, DumpFormat::Text)?,
+        LazyFormat::Dot => switchyard_lazy::dump_ir(&roots, DumpFormat::Dot)?,
+        LazyFormat::Backend => switchyard_lazy::dump_ir(&roots, DumpFormat::Backend)?,
+        LazyFormat::Svg => {
+            let dot = switchyard_lazy::dump_ir(&roots, DumpFormat::Dot)?;
+            crate::svg::render_svg(&crate::svg::parse_dot(&dot)?)?
+        }
     };
-    write!(out, "{}", switchyard_lazy::dump_ir(&roots, format)?)?;
+    emit(args, &graph, out)?;
     switchyard_lazy::mark_step()?;
     if args.metrics {
         write!(out, "{}", switchyard_lazy::metrics_report())?;
+    }
+    Ok(())
+}
+
+/// Writes `text` to `--output` (or `out`).
+fn emit(args: &LazyArgs, text: &str, out: &mut dyn Write) -> Outcome<()> {
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| switchyard_core::Error::value(format!("lazy: {}: {e}", path.display())))?,
+        None => write!(out, "{text}")?,
     }
     Ok(())
 }

@@ -4,6 +4,7 @@ mod demo;
 mod functionalize;
 mod lazy;
 mod output;
+mod svg;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -119,7 +120,8 @@ enum Command {
     /// the functionalization layer.
     Functionalize(functionalize::FunctionalizeArgs),
     /// Run a built-in program on the lazy device (`add`, `mlp-step`; see `--list`) and print
-    /// the IR its last step traced (text or Graphviz) and the lazy metrics.
+    /// the IR its last step traced (text, Graphviz or SVG) and the lazy metrics; `lazy render
+    /// GRAPH.dot -o GRAPH.svg` lays out a saved Graphviz dump as SVG.
     Lazy(lazy::LazyArgs),
     /// Validate a native_functions.yaml-format file, or a backend yaml (recognised by its
     /// top-level `backend:` / `cpp_namespace:` keys; checked against the operators of this

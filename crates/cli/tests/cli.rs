@@ -1227,3 +1227,110 @@ fn lazy_subcommand_dumps_and_reports() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown lazy program 'nope'"));
 }
+
+/// The IR nodes of a text dump and, per node, how many operands it has (read from the
+/// `%k = [shape] op(%a, %b.1), ...` lines).
+fn ir_nodes_and_operands(text: &str) -> (usize, usize) {
+    let mut nodes = 0;
+    let mut operands = 0;
+    for line in text.lines().filter(|l| l.trim_start().starts_with('%')) {
+        nodes += 1;
+        let call = &line[line.find("] ").unwrap() + 2..];
+        let args = &call[call.find('(').unwrap() + 1..call.find(')').unwrap()];
+        operands += args.matches('%').count();
+    }
+    (nodes, operands)
+}
+
+/// The `<g class="node">` and `<g class="edge">` groups of an SVG document, parsed as XML;
+/// every edge joins two drawn nodes.
+fn svg_nodes_and_edges(svg: &str) -> (usize, usize) {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    assert_eq!(
+        root.tag_name().namespace(),
+        Some("http://www.w3.org/2000/svg")
+    );
+    let groups = |class: &str| {
+        root.descendants()
+            .filter(|n| n.has_tag_name("g") && n.attribute("class") == Some(class))
+            .collect::<Vec<_>>()
+    };
+    let nodes = groups("node");
+    let ids: std::collections::HashSet<&str> =
+        nodes.iter().map(|n| n.attribute("id").unwrap()).collect();
+    let edges = groups("edge");
+    for e in &edges {
+        assert!(ids.contains(e.attribute("data-from").unwrap()));
+        assert!(ids.contains(e.attribute("data-to").unwrap()));
+        let points = e
+            .descendants()
+            .find(|n| n.has_tag_name("polyline"))
+            .unwrap()
+            .attribute("points")
+            .unwrap();
+        assert!(points.split(' ').count() >= 2, "{points}");
+    }
+    for n in &nodes {
+        assert!(n.descendants().any(|c| c.has_tag_name("rect")));
+    }
+    (nodes.len(), edges.len())
+}
+
+/// `switchyard lazy --format svg` and `lazy render`: the SVG parses as XML and has one node
+/// box per IR node and one edge per operand of the text dump of the same step.
+#[test]
+fn lazy_svg_has_a_box_per_ir_node_and_an_edge_per_operand() {
+    let o = run(&["lazy", "mlp-step", "--format", "text"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (nodes, operands) = ir_nodes_and_operands(&stdout(&o));
+    assert!(
+        nodes > 20 && operands > nodes,
+        "{nodes} nodes, {operands} operands"
+    );
+
+    let o = run(&["lazy", "mlp-step", "--format", "svg"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(svg_nodes_and_edges(&stdout(&o)), (nodes, operands));
+
+    // A saved Graphviz dump rendered to a file.
+    let dir = std::env::temp_dir().join(format!("switchyard-svg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (dot, svg) = (dir.join("g.dot"), dir.join("g.svg"));
+    let o = run(&[
+        "lazy",
+        "mlp-step",
+        "--format",
+        "dot",
+        "-o",
+        dot.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stdout.is_empty());
+    let o = run(&[
+        "lazy",
+        "render",
+        dot.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(svg_nodes_and_edges(&text), (nodes, operands));
+
+    // Anything outside the dumps' Dot subset is refused with its line.
+    std::fs::write(
+        &dot,
+        "digraph G {\n  node0 [label=\"a\"]\n  subgraph x {\n}\n",
+    )
+    .unwrap();
+    let o = run(&["lazy", "render", dot.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("line 3: not part of the Dot subset"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -8,6 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod indexing_support;
+// This suite runs on CPU tensors (the lazy backend's tests run it on lazy ones).
+use indexing_support::CPU_TARGET as TARGET;
 
 use indexing_support::*;
 use serde_json::Value;

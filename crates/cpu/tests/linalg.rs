@@ -7,6 +7,8 @@
 
 #[path = "linalg_support.rs"]
 mod support;
+// This suite runs on CPU tensors (the lazy backend's tests run it on lazy ones).
+use support::CPU_TARGET as TARGET;
 
 use serde_json::Value;
 use support::{Variant, is_tensor, run_structured, scalar, tensor};

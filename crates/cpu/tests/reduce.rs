@@ -7,6 +7,8 @@
 
 #[path = "linalg_support.rs"]
 mod support;
+// This suite runs on CPU tensors (the lazy backend's tests run it on lazy ones).
+use support::CPU_TARGET as TARGET;
 
 use serde_json::Value;
 use support::Arg;
@@ -288,6 +290,9 @@ fn reduce_ops_match_pytorch() {
 /// Every warning PyTorch emitted (degrees of freedom <= 0) is emitted here too.
 #[test]
 fn reduce_warnings_match_pytorch() {
+    if !support::on_cpu() {
+        return; // host-side checks or direct kernel calls: the CPU run covers them
+    }
     let fixture = support::fixture("reduce.json");
     let mut checked = 0;
     for case in support::cases(&fixture) {
@@ -311,6 +316,9 @@ fn reduce_warnings_match_pytorch() {
 /// a computing kernel can raise (`support::cpu_only_error`).
 #[test]
 fn reduce_errors_on_meta_are_the_cpu_errors() {
+    if !support::on_cpu() {
+        return; // host-side checks or direct kernel calls: the CPU run covers them
+    }
     let fixture = support::fixture("reduce.json");
     let (checked, failures) = support::meta_error_parity(support::cases(&fixture), |case| {
         let a = meta_args(&parse_args(case));
@@ -330,6 +338,9 @@ fn reduce_errors_on_meta_are_the_cpu_errors() {
 /// its errors, except the value-dependent ones).
 #[test]
 fn reduce_ops_on_meta_match_shapes() {
+    if !support::on_cpu() {
+        return; // host-side checks or direct kernel calls: the CPU run covers them
+    }
     let fixture = support::fixture("reduce.json");
     let mut checked = 0;
     for case in support::cases(&fixture) {
@@ -378,6 +389,9 @@ fn floats(n: usize, seed: u64) -> Vec<f32> {
 /// `f32` sums of 16M ones are exact (pairwise / cascade summation), along every layout.
 #[test]
 fn sum_of_16m_ones_is_exact() {
+    if !support::on_cpu() {
+        return; // host-side checks or direct kernel calls: the CPU run covers them
+    }
     let n = 1i64 << 24;
     let ones = Tensor::from_vec(vec![1.0f32; n as usize], &[n]).unwrap();
     let s = op::sum::call(&ones, None).unwrap();
@@ -402,6 +416,9 @@ fn sum_of_16m_ones_is_exact() {
 /// accumulation of the same values is checked to miss that bound, so the bound has teeth.
 #[test]
 fn sum_and_mean_of_16m_floats_match_an_f64_reference() {
+    if !support::on_cpu() {
+        return; // host-side checks or direct kernel calls: the CPU run covers them
+    }
     let n = (1usize << 24) + 3 * 1024 + 7;
     for (seed, shift) in [(5u64, 0.0f32), (6, 2.0)] {
         // Values in [shift - 2, shift + 2): mixed signs, then all positive.
@@ -432,6 +449,9 @@ fn sum_and_mean_of_16m_floats_match_an_f64_reference() {
 /// `unbiased` overloads equal their correction forms.
 #[test]
 fn properties_hold() {
+    if !support::on_cpu() {
+        return; // host-side checks or direct kernel calls: the CPU run covers them
+    }
     let data = floats(6 * 7 * 8, 7);
     let base = Tensor::from_vec(data, &[6, 7, 8]).unwrap();
     let view = base.as_strided_view(&[8, 6, 7], &[1, 56, 8], 0).unwrap();
@@ -484,6 +504,9 @@ fn properties_hold() {
 /// Large inputs take the multithreaded paths and agree with a double-precision reference.
 #[test]
 fn large_reductions_agree_with_f64() {
+    if !support::on_cpu() {
+        return; // host-side checks or direct kernel calls: the CPU run covers them
+    }
     let (r, c) = (512usize, 1536usize);
     let data = floats(r * c, 11);
     let t = Tensor::from_vec(data.clone(), &[r as i64, c as i64]).unwrap();
@@ -559,6 +582,9 @@ fn transposed_view(data: &[f32], rows: usize, n: usize) -> Tensor {
 /// - `f16` / `bf16` compute in `f32` and round once.
 #[test]
 fn softmax_last_dim_rows() {
+    if !support::on_cpu() {
+        return; // host-side checks or direct kernel calls: the CPU run covers them
+    }
     let u = f64::from(f32::EPSILON) / 2.0;
     for n in [1usize, 7, 17, 33, 1023] {
         let rows = 32_768 / n + 3;
@@ -676,6 +702,9 @@ fn softmax_last_dim_rows() {
 /// on empty inputs and errors.
 #[test]
 fn functional_softmax_matches_out_variant() {
+    if !support::on_cpu() {
+        return; // host-side checks or direct kernel calls: the CPU run covers them
+    }
     let data = floats(2 * 3 * 5 * 7, 11);
     for dtype in [ScalarType::Float, ScalarType::Double] {
         let base = Tensor::from_vec(data.clone(), &[2, 3, 5, 7]).unwrap();
@@ -758,6 +787,9 @@ fn functional_softmax_matches_out_variant() {
 /// a reduced dimension of size zero (`amax(x, 0)`: `IndexError`).
 #[test]
 fn amax_amin_of_an_empty_input_without_dim_is_a_runtime_error() {
+    if !support::on_cpu() {
+        return; // host-side checks or direct kernel calls: the CPU run covers them
+    }
     use switchyard_core::ErrorKind;
     for device in [Device::CPU, Device::META] {
         let x = Tensor::allocate(&[0, 3], ScalarType::Float, device).unwrap();
@@ -786,6 +818,9 @@ fn amax_amin_of_an_empty_input_without_dim_is_a_runtime_error() {
 /// in-place check prints dtypes as c10's `TypeMeta` does (`float`, `double`).
 #[test]
 fn cumsum_and_cumprod_in_place_with_another_dtype_name_c10_types() {
+    if !support::on_cpu() {
+        return; // host-side checks or direct kernel calls: the CPU run covers them
+    }
     for device in [Device::CPU, Device::META] {
         let x = Tensor::allocate(&[2, 3], ScalarType::Float, device).unwrap();
         for e in [

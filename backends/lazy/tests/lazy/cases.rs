@@ -331,3 +331,260 @@ fn l15_step_closures() {
     switchyard_lazy::mark_step().unwrap();
     switchyard_lazy::wait_async_closures();
 }
+
+/// One of L11's programs: the traced function over the arguments.
+type Program = fn(&[Tensor]) -> switchyard_core::Result<Vec<Tensor>>;
+
+/// L11's programs (`test_extract_compiled_graph.py`), with the number of arguments.
+/// `addcmul` is not in ops.yaml: its case is `a + (b * c) * 5`, which keeps what the case
+/// checks (a scalar payload lifted into a scalar graph input).
+const L11_PROGRAMS: [(&str, usize, Program); 6] = [
+    ("a - b", 2, |a| Ok(vec![a[0].sub(&a[1])?])),
+    ("a * 2", 1, |a| Ok(vec![a[0].mul_scalar(2)?])),
+    ("a + b * c * 5", 3, |a| {
+        Ok(vec![a[0].add(&a[1].mul(&a[2])?.mul_scalar(5)?)?])
+    }),
+    ("(b + 1, a - 1)", 2, |a| {
+        Ok(vec![a[1].add_scalar(1)?, a[0].sub_scalar(1)?])
+    }),
+    ("(a - b, c, a + 1, c) with c = a + b", 2, |a| {
+        let c = a[0].add(&a[1])?;
+        Ok(vec![
+            a[0].sub(&a[1])?,
+            Clone::clone(&c),
+            a[0].add_scalar(1)?,
+            c,
+        ])
+    }),
+    ("a.sub_(b); (b - 1, b + 1)", 2, |a| {
+        a[0].sub_(&a[1])?;
+        Ok(vec![a[1].sub_scalar(1)?, a[1].add_scalar(1)?])
+    }),
+];
+
+/// L11 (`test_extract_compiled_graph.py`, B.15): each program traced once, then 10 calls on
+/// random arguments give eager's outputs and leave the arguments as eager leaves them; the
+/// calls trace nothing and compile nothing. With `aten::sub` forced to the fallback,
+/// extracting `a - b` fails naming it.
+#[test]
+fn l11_extract_compiled_graph_matches_eager() {
+    let _g = setup();
+    for (p, (name, arity, program)) in L11_PROGRAMS.into_iter().enumerate() {
+        let examples: Vec<Tensor> = (0..arity)
+            .map(|i| sample(&[2, 3], 900 + i as u64))
+            .collect();
+        let compiled = switchyard_lazy::extract_compiled_graph(program, &examples).unwrap();
+        switchyard_lazy::reset_metrics();
+        for call in 0..10u64 {
+            let args: Vec<Tensor> = (0..arity)
+                .map(|i| sample(&[2, 3], 1000 + 100 * p as u64 + 10 * call + i as u64))
+                .collect();
+            let eager_args: Vec<Tensor> = args.iter().map(|a| a.mul_scalar(1).unwrap()).collect();
+            let want = program(&eager_args).unwrap();
+            let got = compiled.call(&args).unwrap();
+            assert_eq!(got.len(), want.len(), "{name}");
+            for (g, w) in got.iter().zip(&want) {
+                assert!(!switchyard_lazy::is_lazy(g), "{name}");
+                assert_close(g, w, 1e-6);
+            }
+            for (a, e) in args.iter().zip(&eager_args) {
+                assert_close(a, e, 1e-6);
+            }
+        }
+        assert_eq!(counter("UncachedCompile"), 0, "{name}: a call compiled");
+        assert_eq!(counter("CachedCompile"), 0, "{name}: a call traced a graph");
+        assert!(
+            counter_names_with("lazy::").is_empty(),
+            "{name}: a call traced {:?}",
+            counter_names_with("lazy::")
+        );
+    }
+
+    switchyard_lazy::set_force_fallback("aten::sub").unwrap();
+    let examples = [sample(&[2, 3], 1), sample(&[2, 3], 2)];
+    let e = switchyard_lazy::extract_compiled_graph(L11_PROGRAMS[0].2, &examples);
+    switchyard_lazy::set_force_fallback("").unwrap();
+    let e = e.err().expect("a fallback was accepted").to_string();
+    assert!(
+        e.contains("Fail to extact the compiled graph because of fallback: aten::sub.Tensor=1"),
+        "{e}"
+    );
+}
+
+fn counter_names_with(prefix: &str) -> Vec<String> {
+    switchyard_lazy::counter_names()
+        .into_iter()
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+/// L14 (`test_debug_util.test_get_python_frames`, B.13): with `LTC_SAVE_TENSORS_FILE` set, a
+/// lazy `Linear(5, 5)` forward and `mark_step` append the sync's graph to the file, headed by
+/// the caller of `mark_step` (a Rust location in place of LTC's Python frames); the format
+/// follows `LTC_SAVE_TENSORS_FMT`.
+#[test]
+fn l14_saved_graph_file_names_the_mark_step_caller() {
+    let _g = setup();
+    let path = std::env::temp_dir().join(format!("switchyard-l14-{}.txt", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let linear =
+        |x: &Tensor, w: &Tensor, b: &Tensor| x.mm(&w.t().unwrap()).unwrap().add(b).unwrap();
+    let lazy = |t: Tensor| switchyard_lazy::to_lazy(&t).unwrap();
+    let (x, w, b) = (
+        lazy(sample(&[3, 5], 1401)),
+        lazy(sample(&[5, 5], 1402)),
+        lazy(sample(&[5], 1403)),
+    );
+    set_env("LTC_SAVE_TENSORS_FILE", Some(path.as_os_str()));
+    set_env("LTC_SAVE_TENSORS_FMT", None);
+    let _y = linear(&x, &w, &b);
+    let line = line!() + 1;
+    let stepped = switchyard_lazy::mark_step();
+    set_env("LTC_SAVE_TENSORS_FMT", Some("dot".as_ref()));
+    let _z = linear(&x, &w, &b).relu().unwrap();
+    let dot_step = switchyard_lazy::mark_step();
+    set_env("LTC_SAVE_TENSORS_FILE", None);
+    set_env("LTC_SAVE_TENSORS_FMT", None);
+    stepped.unwrap();
+    dot_step.unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let records: Vec<&str> = text
+        .split("[ScheduleSyncTensorsGraph]\n")
+        .filter(|r| !r.is_empty())
+        .collect();
+    assert_eq!(records.len(), 2, "{text}");
+    let first = records[0];
+    let frames = "Rust Stacktrace:\n  mark_step (backends/lazy/src/lib.rs:";
+    assert!(first.starts_with(frames), "{first}");
+    assert!(
+        first.contains(&format!("  caller ({}:{line})\n", file!())),
+        "{first}"
+    );
+    assert!(first.contains("\nHashes: ("), "{first}");
+    let graph = first
+        .split("## BEGIN_GRAPH\n")
+        .nth(1)
+        .and_then(|g| g.split("## END_GRAPH\n").next())
+        .unwrap();
+    assert!(
+        graph.starts_with("IR {\n") && graph.ends_with("}\n"),
+        "{graph}"
+    );
+    assert!(
+        graph.contains("aten::mm(") && graph.contains("aten::add("),
+        "{graph}"
+    );
+    // The second step in Graphviz.
+    assert!(
+        records[1].contains("## BEGIN_GRAPH\ndigraph G {\n"),
+        "{}",
+        records[1]
+    );
+    assert!(records[1].contains("aten::relu"), "{}", records[1]);
+}
+
+/// Sets (or removes) an environment variable the lazy backend reads at each sync.
+fn set_env(name: &str, value: Option<&std::ffi::OsStr>) {
+    // SAFETY: only the lazy tests of this binary read these variables, on the thread holding
+    // `setup()`'s lock, as this test's caller does; nothing reads the environment concurrently
+    // through libc here.
+    unsafe {
+        match value {
+            Some(v) => std::env::set_var(name, v),
+            None => std::env::remove_var(name),
+        }
+    }
+}
+
+/// `dump_ir(.., Backend)` (B.13): the program the backend would compile for the tensors'
+/// pending IR, compiled afresh and neither cached nor run.
+#[test]
+fn backend_dump_is_the_program_text_and_runs_nothing() {
+    let _g = setup();
+    let x = switchyard_lazy::to_lazy(&sample(&[4], 1501)).unwrap();
+    let y = x.mul(&x).unwrap().add_scalar(1).unwrap().sin().unwrap();
+    let cached = switchyard_lazy::computation_cache_size();
+    let text = switchyard_lazy::dump_ir(&[Clone::clone(&y)], switchyard_lazy::DumpFormat::Backend)
+        .unwrap();
+    assert!(!text.is_empty() && !text.starts_with("IR {"), "{text}");
+    assert_eq!(switchyard_lazy::computation_cache_size(), cached);
+    assert_eq!(counter("UncachedCompile"), 0);
+    // The same text as the program the step then caches.
+    switchyard_lazy::clear_computation_cache();
+    let hash = switchyard_lazy::get_graph_hash(&[Clone::clone(&y)])
+        .unwrap()
+        .unwrap();
+    switchyard_lazy::mark_step().unwrap();
+    assert_eq!(switchyard_lazy::executor::program_text(hash).unwrap(), text);
+    assert_close(
+        &y,
+        &sample(&[4], 1501)
+            .mul(&sample(&[4], 1501))
+            .unwrap()
+            .add_scalar(1)
+            .unwrap()
+            .sin()
+            .unwrap(),
+        1e-6,
+    );
+}
+
+/// L13 (`test_functionalization.test_lazy_init_with_view`): a `Linear(4, 2, bias=False)` made
+/// on the lazy device (its weight `empty` there and initialised in place, as under
+/// `torch.device("lazy")`: kaiming-uniform with `a = √5` is U(-1/√4, 1/√4)). PyTorch's
+/// `mark_step` after construction syncs two tensors with IR — the weight and its functional
+/// storage's base, which its test calls "an extra tensor being unnecessarily synced" — and one
+/// once `unsafe_reset_storage(weight)` detached the weight from that base. Ours syncs the one
+/// necessary tensor in both cases: no second live lazy tensor with pending IR stands for the
+/// storage's base (a difference in our favour, plan §9.2.1). The forward, `x @
+/// weight.transpose(0, 1)` with `x = ones(4)`, equals the CPU's (the same seed draws the same
+/// weight).
+#[test]
+fn l13_lazy_init_with_view() {
+    let _g = setup();
+    let run = |device: switchyard_core::Device, reset: bool| -> (Tensor, u64) {
+        let lazy = device.kind() == switchyard_core::DeviceType::Lazy;
+        switchyard_core::generator::manual_seed(2023).unwrap();
+        switchyard_lazy::reset_metrics();
+        let weight = op::empty_memory_format::call(
+            &[2, 4],
+            Some(ScalarType::Float),
+            None,
+            Some(device),
+            None,
+            None,
+        )
+        .unwrap();
+        weight.uniform__with(-0.5, 0.5, None).unwrap();
+        let mut synced = 0;
+        if lazy {
+            if reset {
+                switchyard_functionalize::unsafe_reset_storage(&weight).unwrap();
+            }
+            switchyard_lazy::mark_step().unwrap();
+            synced = counter("SyncedTensorsWithIR");
+        }
+        let ones = Tensor::from_slice(&[1.0f32; 4]).unwrap();
+        let x = if lazy {
+            switchyard_lazy::to_lazy(&ones).unwrap()
+        } else {
+            ones
+        };
+        let y = x.matmul(&weight.transpose(0, 1).unwrap()).unwrap();
+        if lazy {
+            switchyard_lazy::mark_step().unwrap();
+        }
+        (y, synced)
+    };
+    let (cpu, _) = run(switchyard_core::Device::CPU, false);
+    let (lazy, synced) = run(switchyard_lazy::device(), false);
+    assert_close(&lazy, &cpu, 1e-6);
+    assert_eq!(
+        synced, 1,
+        "without a storage reset (PyTorch: 2, one unnecessary)"
+    );
+    let (lazy, synced) = run(switchyard_lazy::device(), true);
+    assert_close(&lazy, &cpu, 1e-6);
+    assert_eq!(synced, 1, "after unsafe_reset_storage");
+}

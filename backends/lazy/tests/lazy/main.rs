@@ -6,6 +6,11 @@
 
 mod support;
 
+// The CPU kernel suites run here on lazy tensors (`cpu_suites.rs`); their fixture tests
+// read this target.
+mod cpu_suites;
+use cpu_suites::LAZY_TARGET as TARGET;
+
 mod autograd;
 mod cases;
 mod compiler;

@@ -10,9 +10,17 @@ use switchyard_ops::structured::{
     Meta, OutputSpec, check_inplace, create_out, maybe_create_proxy, resize_out,
 };
 
+#[path = "../target_support/mod.rs"]
+mod target_support;
+pub use target_support::*;
+
 /// Loads a fixture file of `tests/fixtures/`.
 pub fn fixture(name: &str) -> Value {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    // From this crate's tests or the lazy backend's, both two levels below the root.
+    let path = format!(
+        "{}/../../crates/cpu/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap()
 }
@@ -40,7 +48,8 @@ fn element<T: Element>(v: &Value) -> T {
     }
 }
 
-/// Rebuilds an input tensor: its whole storage, then the recorded view of it.
+/// Rebuilds an input tensor: its whole storage, then the recorded view of it (on the target
+/// inside [`with_target`]).
 pub fn tensor(v: &Value) -> Tensor {
     let dtype = ScalarType::parse(v["dtype"].as_str().unwrap()).unwrap();
     let storage = v["storage"].as_array().unwrap();
@@ -48,12 +57,14 @@ pub fn tensor(v: &Value) -> Tensor {
         let data: Vec<T> = storage.iter().map(element::<T>).collect();
         Tensor::from_vec(data, &[storage.len() as i64]).unwrap()
     });
-    base.as_strided_view(
-        &ints(&v["sizes"]),
-        &ints(&v["strides"]),
-        v["offset"].as_i64().unwrap(),
+    placed(
+        base.as_strided_view(
+            &ints(&v["sizes"]),
+            &ints(&v["strides"]),
+            v["offset"].as_i64().unwrap(),
+        )
+        .unwrap(),
     )
-    .unwrap()
 }
 
 /// A list of integers.

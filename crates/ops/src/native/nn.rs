@@ -92,7 +92,16 @@ pub fn nll_loss_out(
     ignore_index: i64,
     out: &Tensor,
 ) -> Result<Tensor> {
-    let total_weight = Tensor::allocate(&[0], self_.dtype(), self_.device())?;
+    // Through the dispatcher, as PyTorch's `at::empty({0}, self.options())`: a backend
+    // without an allocator (the lazy device) makes its own tensor.
+    let total_weight = op::empty_memory_format::call(
+        &[0],
+        Some(self_.dtype()),
+        None,
+        Some(self_.device()),
+        None,
+        None,
+    )?;
     op::nll_loss_forward_output::call(
         self_,
         target,
