@@ -111,8 +111,4 @@ KNOWN = {
         "no PyObject preservation yet (docs/python-plan.md §4.1, §12): `.variable` wraps the "
         "leaf in a new Python object"
     ),
-    "a = torch.tensor([1.0, 2.0], requires_grad=True)\nb = a * a\nb[0] = 0\nA.sum.default(b).backward()\nresult = (a.grad, b.grad_fn.name())": (
-        "switchyard-autograd names the node `CopySlices` (its printed name); PyTorch's name() "
-        "is `torch::autograd::CopySlices` (the values agree)"
-    ),
 }

@@ -30,10 +30,6 @@ _LAYOUT = (
     "bug (layout): the gradient's values agree but its strides differ: PyTorch's formula keeps "
     "the input's memory layout (TensorIterator outputs follow a transposed input), "
     "switchyard's produces a contiguous tensor of the view's shape (or the reverse)")
-_INPLACE_VIEW = (
-    "bug (engine, in-place metadata ops): backward through an in-place view op (t_, "
-    "transpose_, squeeze_, as_strided_) applied to a view of a non-leaf raises a shape "
-    "error; PyTorch computes the gradient")
 _SET = ("justified: a tensor's storage is fixed at creation (ARCHITECTURE.md invariants), so "
         "set_ cannot make a tensor view another's storage; switchyard refuses with "
         "NotImplementedError (as in the forward oracle)")
@@ -93,10 +89,6 @@ KNOWN = {
         "bug (derivatives.yaml): PyTorch has no derivative for scatter_ with reduce= "
         "(\"derivative for aten::scatter_ is not implemented\"); switchyard's ScatterBackward2 "
         "returns a gradient of the wrong shape for src"),
-    **{f"{o}/float32/slice/grad": (
-        "bug (message): the engine's invalid-gradient error names the node \"CopySlices\" where "
-        "PyTorch names it \"torch::autograd::CopySlices\" (same error otherwise)")
-       for o in ("scatter_.src", "scatter_add_.default")},
     "resize.default/*": (
         "bug (autograd fallback): backward through an operator without a derivative raises "
         "NotImplementedError \"the derivative for 'resize' is not implemented.\" where "
@@ -146,14 +138,6 @@ KNOWN = {
     "masked_select.default/float32/zerodim/grad": (
         "bug (formula): masked_select of a 0-dim input: backward raises IndexError \"too many "
         "indices for tensor of dimension 0 (got 1)\"; PyTorch returns the gradient"),
-    **{f"{o}/float32/slice/grad": _INPLACE_VIEW for o in (
-        "as_strided_.default", "squeeze_.default", "squeeze_.dim", "squeeze_.dims",
-        "transpose_.default", "t_.default")},
-    "t_.default/float32/t/grad": _INPLACE_VIEW,
-    "t_.default/float32/expand/grad": (
-        "bug (engine, in-place metadata ops): backward through t_ of an expanded view of a "
-        "non-leaf raises \"unsupported operation: ...\" (an overlap check); PyTorch computes "
-        "the gradient"),
     **{f"{o}/float32/t/grad": _LAYOUT for o in (
         "aminmax.default", "masked_select.default", "max.default", "max.other",
         "maximum.default", "min.default", "min.other", "minimum.default", "mse_loss.default",
@@ -170,22 +154,9 @@ KNOWN = {
        for o in ("conv2d.default", "convolution.default")},
 }
 
-_NUMBERING = (
-    "bug (naming): the backward node's number differs: PyTorch numbers the nodes of one "
-    "name by the order of its derivatives.yaml entries (ZeroBackward0, UniformBackward0, "
-    "BernoulliBackward1, IndexPutImplBackward0); switchyard's entries give another number")
-_QUALIFIED = (
-    "bug (naming): PyTorch's hand-written nodes print with their C++ namespace "
-    "(\"torch::autograd::CopyBackwards\", \"torch::autograd::NotImplemented\"); switchyard's "
-    "without it")
 _NOT_IMPLEMENTED_NODE = (
     "PyTorch's output has the autograd fallback's torch::autograd::NotImplemented node; "
     "switchyard's has its derivative's node (see KNOWN)")
-_INPLACE_VIEW_NODE = (
-    "bug (in-place metadata ops on a view): PyTorch records the op's own node (TBackward1, "
-    "TransposeBackward1, SqueezeBackward3-5, UnsqueezeBackward1, AsStridedBackward1); "
-    "switchyard records AsStridedBackward0 (its view replay), and its gradients fail for "
-    "most of them (see KNOWN)")
 
 
 def _each(overloads, suffixes):
@@ -199,13 +170,6 @@ _BN = _CONTIG + ["float32/slice/grad", "float32/contig/eval/grad"]
 _SCATTER = _CONTIG + ["float32/contig/dim=0/grad", "float32/contig/multiply/grad"]
 
 KNOWN_GRAD_FN = {
-    **{k: _NUMBERING for k in _each(["zero.default"], _KINDS)
-       + _each(["uniform.default", "bernoulli.Tensor"], _CONTIG + ["float32/slice/grad"])
-       + _each(["_index_put_impl.default"], _CONTIG + ["float32/slice/grad",
-                                                       "float32/contig/accumulate/grad"])},
-    **{k: _QUALIFIED for k in _each(["copy_.default"], _CONTIG + [
-        f"float32/{k}/grad" for k in ("zerodim", "empty", "bcast", "mixed", "mixed0d")])
-},
     **{k: "justified (for the lead to confirm): " + _NOT_IMPLEMENTED_NODE for k in
        _each(["copy.default"], _KINDS + [f"float32/{k}/grad" for k in (
            "bcast", "mixed", "mixed0d")])
@@ -236,9 +200,4 @@ KNOWN_GRAD_FN = {
         ("reshape.default", "slice"), ("flatten.using_ints", "slice"),
         ("reshape_as.default", "t"), ("reshape_as.default", "slice"),
         ("reshape_as.default", "expand"))},
-    **{f"{o}/float32/slice/grad": _INPLACE_VIEW_NODE for o in (
-        "as_strided_.default", "squeeze_.default", "squeeze_.dim", "squeeze_.dims",
-        "transpose_.default", "t_.default", "unsqueeze_.default")},
-    "t_.default/float32/t/grad": _INPLACE_VIEW_NODE,
-    "t_.default/float32/expand/grad": _INPLACE_VIEW_NODE,
 }

@@ -642,48 +642,6 @@ impl Node for BernoulliBackward3 {
     }
 }
 
-/// The backward of `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`.
-pub struct BernoulliBackward4 {
-    pub(crate) core: NodeCore,
-    pub(crate) p_geometry: TensorGeometry,
-}
-
-impl Node for BernoulliBackward4 {
-    fn name(&self) -> String {
-        "BernoulliBackward4".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        let p_ix = 1..2;
-        // p: TensorGeometry::of(p).zeros()?
-        if range_needed(&this.core, &p_ix) {
-            let p_geometry = &this.p_geometry;
-            grad_inputs[p_ix.start] = IntoGrad::into_grad({ p_geometry.zeros()? });
-        }
-        // self: zeros_like(grad)?
-        if range_needed(&this.core, &self_ix) {
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
 /// The backward of `bmm(Tensor self, Tensor mat2) -> Tensor`.
 pub struct BmmBackward0 {
     pub(crate) core: NodeCore,
@@ -2539,58 +2497,6 @@ pub struct IndexPutImplBackward0 {
 impl Node for IndexPutImplBackward0 {
     fn name(&self) -> String {
         "IndexPutImplBackward0".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn release_variables(&self) {
-        self.indices.iter().flatten().for_each(SavedVariable::reset);
-        self.values.reset();
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        let values_ix = 1..2;
-        // self: index_put_self_backward(grad, indices, values, accumulate)?
-        if range_needed(&this.core, &self_ix) {
-            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
-            let values_owned = this.values.unpack(&node)?; let values = &values_owned;
-            let accumulate = this.accumulate;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_put_self_backward(grad, indices, values, accumulate)? });
-        }
-        // values: op::index_Tensor::call(grad, indices)?
-        if range_needed(&this.core, &values_ix) {
-            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
-            grad_inputs[values_ix.start] = IntoGrad::into_grad({ op::index_Tensor::call(grad, indices)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
-/// The backward of `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`.
-pub struct IndexPutImplBackward1 {
-    pub(crate) core: NodeCore,
-    pub(crate) indices: Vec<Option<SavedVariable>>,
-    pub(crate) values: SavedVariable,
-    pub(crate) accumulate: bool,
-}
-
-impl Node for IndexPutImplBackward1 {
-    fn name(&self) -> String {
-        "IndexPutImplBackward1".into()
     }
 
     fn core(&self) -> &NodeCore {
@@ -6872,41 +6778,6 @@ impl Node for UniformBackward0 {
     }
 }
 
-/// The backward of `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`.
-pub struct UniformBackward1 {
-    pub(crate) core: NodeCore,
-}
-
-impl Node for UniformBackward1 {
-    fn name(&self) -> String {
-        "UniformBackward1".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        // self: zeros_like(grad)?
-        if range_needed(&this.core, &self_ix) {
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
 /// The backward of `_unsafe_view(Tensor self, SymInt[] size) -> Tensor`.
 pub struct UnsafeViewBackward0 {
     pub(crate) core: NodeCore,
@@ -7204,41 +7075,6 @@ pub struct ZeroBackward0 {
 impl Node for ZeroBackward0 {
     fn name(&self) -> String {
         "ZeroBackward0".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        // self: zeros_like(grad)?
-        if range_needed(&this.core, &self_ix) {
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
-/// The backward of `zero(Tensor self) -> Tensor`.
-pub struct ZeroBackward1 {
-    pub(crate) core: NodeCore,
-}
-
-impl Node for ZeroBackward1 {
-    fn name(&self) -> String {
-        "ZeroBackward1".into()
     }
 
     fn core(&self) -> &NodeCore {

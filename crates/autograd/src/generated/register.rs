@@ -594,7 +594,6 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unbind_copy.int_out", Kernel::typed::<op::unbind_copy_int_out>(inplace_or_view_unbind_copy_int_out).debug("inplace_or_view_unbind_copy_int_out"))?;
     lib.impl_("split_copy.Tensor_out", Kernel::typed::<op::split_copy_Tensor_out>(inplace_or_view_split_copy_Tensor_out).debug("inplace_or_view_split_copy_Tensor_out"))?;
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(inplace_or_view_split_with_sizes_copy_out).debug("inplace_or_view_split_with_sizes_copy_out"))?;
-    lib.impl_("lift_fresh", Kernel::typed::<op::lift_fresh>(inplace_or_view_lift_fresh).debug("inplace_or_view_lift_fresh"))?;
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(inplace_or_view_dot_out).debug("inplace_or_view_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(inplace_or_view_linear_out).debug("inplace_or_view_linear_out"))?;
     lib.impl_("native_batch_norm.out", Kernel::typed::<op::native_batch_norm_out>(inplace_or_view_native_batch_norm_out).debug("inplace_or_view_native_batch_norm_out"))?;

@@ -333,7 +333,7 @@ fn cases() -> Vec<Case> {
     k.unary("fill.Scalar", "FillBackward0", Any, true, |x| {
         op::fill_Scalar::call(x, Scalar::Float(2.0))
     });
-    k.unary("zero", "ZeroBackward1", Any, true, |x| op::zero::call(x));
+    k.unary("zero", "ZeroBackward0", Any, true, |x| op::zero::call(x));
 
     // Pointwise binary.
     k.binary("add.Tensor", "AddBackward0", Any, Any, true, |a, b| {
@@ -1487,7 +1487,7 @@ fn cases() -> Vec<Case> {
     k.add(
         "_index_put_impl",
         "contiguous",
-        "IndexPutImplBackward1",
+        "IndexPutImplBackward0",
         vec![c(&[3, 4], Any, 98), c(&[2], Any, 99)],
         true,
         |x| {
