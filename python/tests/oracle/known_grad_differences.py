@@ -166,7 +166,6 @@ def _each(overloads, suffixes):
 
 _CONTIG = ["float32/contig/grad", "float64/contig/grad"]
 _KINDS = _CONTIG + [f"float32/{k}/grad" for k in ("t", "slice", "expand", "zerodim", "empty")]
-_BN = _CONTIG + ["float32/slice/grad", "float32/contig/eval/grad"]
 _SCATTER = _CONTIG + ["float32/contig/dim=0/grad", "float32/contig/multiply/grad"]
 
 KNOWN_GRAD_FN = {
@@ -185,14 +184,6 @@ KNOWN_GRAD_FN = {
     **{k: ("bug (naming): PyTorch's resize has no derivative (torch::autograd::NotImplemented "
            "node); switchyard's output has a ResizeBackward0 node whose backward raises")
        for k in _each(["resize.default"], _CONTIG + ["float32/slice/grad"])},
-    **{k: ("bug (decomposition): batch_norm's output has NativeBatchNormBackward0 in PyTorch "
-           "(it calls native_batch_norm); switchyard's decomposition calls "
-           "_native_batch_norm_legit(_no_training) and shows that node (gradients agree)")
-       for k in _each(["batch_norm.default", "_batch_norm_impl_index.default"], _BN)},
-    **{k: ("bug (naming): native_batch_norm's output has NativeBatchNormBackward0 in PyTorch; "
-           "switchyard's shows NativeBatchNormLegit(NoTraining)Backward0, the node of the "
-           "operator it redispatches to (gradients agree)")
-       for k in _each(["native_batch_norm.default"], _BN)},
     **{f"{o}/float32/{k}/grad": (
         "bug (naming): reshape of a non-contiguous tensor that can be viewed records "
         "ReshapeAliasBackward0 in PyTorch (its reshape calls _reshape_alias); switchyard "

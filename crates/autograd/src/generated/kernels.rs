@@ -4498,9 +4498,45 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
     Ok((result0, result1, result2))
 }
 
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn autograd_native_batch_norm(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
+    let grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        push_edge(&mut next_edges, input)?;
+        push_edge_opt(&mut next_edges, weight)?;
+        push_edge_opt(&mut next_edges, bias)?;
+        Some(NativeBatchNormBackward0 {
+            input: SavedVariable::new(&input, false)?,
+            weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            running_mean: running_mean.map(|t| SavedVariable::new(t, false)).transpose()?,
+            running_var: running_var.map(|t| SavedVariable::new(t, false)).transpose()?,
+            training: training,
+            eps: eps,
+            result1: SavedVariable::empty(),
+            result2: SavedVariable::empty(),
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2) = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::native_batch_norm::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, running_mean, running_var, training, momentum, eps)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.core.add_input_metadata(&result0);
+        node.result1 = SavedVariable::new(&result1, false)?;
+        node.result2 = SavedVariable::new(&result2, false)?;
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result0, node, 0u32)?;
+    }
+    Ok((result0, result1, result2))
+}
+
 /// `native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
 pub(crate) fn autograd_native_batch_norm_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg_opt(running_mean) || rg_opt(running_var) || rg(out) || rg(save_mean) || rg(save_invstd)) {
+    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg(out)) {
         return Err(out_requires_grad_error("native_batch_norm"));
     }
     let _guard = auto_dispatch_below_autograd();

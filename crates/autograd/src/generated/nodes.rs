@@ -3804,6 +3804,78 @@ impl Node for NativeLayerNormBackward0 {
     }
 }
 
+/// The backward of `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`.
+pub struct NativeBatchNormBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) input: SavedVariable,
+    pub(crate) weight: Option<SavedVariable>,
+    pub(crate) running_mean: Option<SavedVariable>,
+    pub(crate) running_var: Option<SavedVariable>,
+    pub(crate) training: bool,
+    pub(crate) eps: f64,
+    pub(crate) result1: SavedVariable,
+    pub(crate) result2: SavedVariable,
+}
+
+impl Node for NativeBatchNormBackward0 {
+    fn name(&self) -> String {
+        "NativeBatchNormBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.input.reset();
+        if let Some(s) = &self.weight { s.reset(); }
+        if let Some(s) = &self.running_mean { s.reset(); }
+        if let Some(s) = &self.running_var { s.reset(); }
+        self.result1.reset();
+        self.result2.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let input_ix = 0..1;
+        let weight_ix = 1..2;
+        let bias_ix = 2..3;
+        // input, weight, bias: native_batch_norm_backward(grad, input, weight, running_mean, running_var, result1, result2, training, eps, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &input_ix), range_needed(&this.core, &weight_ix), range_needed(&this.core, &bias_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let input_owned = this.input.unpack(&node)?; let input = &input_owned;
+            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            let running_mean_owned = match &this.running_mean { Some(s) => Some(s.unpack(&node)?), None => None }; let running_mean = running_mean_owned.as_ref();
+            let running_var_owned = match &this.running_var { Some(s) => Some(s.unpack(&node)?), None => None }; let running_var = running_var_owned.as_ref();
+            let training = this.training;
+            let eps = this.eps;
+            let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
+            let result2_owned = this.result2.unpack(&node)?; let result2 = &result2_owned;
+            let (g0, g1, g2) = { native_batch_norm_backward(grad, input, weight, running_mean, running_var, result1, result2, training, eps, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[weight_ix.start] = IntoGrad::into_grad(g1);
+            }
+            if grad_input_mask[2] {
+                grad_inputs[bias_ix.start] = IntoGrad::into_grad(g2);
+            }
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`.
 pub struct NativeBatchNormLegitBackward0 {
     pub(crate) core: NodeCore,

@@ -182,6 +182,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(autograd_dot_out).debug("autograd_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(autograd_linear_out).debug("autograd_linear_out"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(autograd_native_layer_norm).debug("autograd_native_layer_norm"))?;
+    lib.impl_("native_batch_norm", Kernel::typed::<op::native_batch_norm>(autograd_native_batch_norm).debug("autograd_native_batch_norm"))?;
     lib.impl_("native_batch_norm.out", Kernel::typed::<op::native_batch_norm_out>(autograd_native_batch_norm_out).debug("autograd_native_batch_norm_out"))?;
     lib.impl_("_native_batch_norm_legit", Kernel::typed::<op::_native_batch_norm_legit>(autograd__native_batch_norm_legit).debug("autograd__native_batch_norm_legit"))?;
     lib.impl_("_native_batch_norm_legit_no_training", Kernel::typed::<op::_native_batch_norm_legit_no_training>(autograd__native_batch_norm_legit_no_training).debug("autograd__native_batch_norm_legit_no_training"))?;
