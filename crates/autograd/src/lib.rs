@@ -63,8 +63,16 @@ fn register(d: &'static Dispatcher) -> switchyard_core::Result<()> {
     generated::register(d)?;
     manual_kernels::register(d)?;
     fallback::register(d)?;
+    // A tensor prints its node's class name (Python's `type(grad_fn).__name__`): the
+    // hand-written nodes without their C++ namespace (`grad_fn=<CopySlices>`).
     switchyard_core::format::set_grad_fn_name_hook(|t| {
-        meta::grad_fn(t).ok().flatten().map(|f| f.name())
+        meta::grad_fn(t).ok().flatten().map(|f| {
+            let name = f.name();
+            match name.rsplit_once("::") {
+                Some((_, short)) => short.to_owned(),
+                None => name,
+            }
+        })
     });
     Ok(())
 }

@@ -31,7 +31,7 @@ pub struct CopyBackwards {
 
 impl Node for CopyBackwards {
     fn name(&self) -> String {
-        "CopyBackwards".into()
+        "torch::autograd::CopyBackwards".into()
     }
 
     fn core(&self) -> &NodeCore {

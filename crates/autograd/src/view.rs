@@ -375,7 +375,7 @@ impl CopySlices {
 
 impl Node for CopySlices {
     fn name(&self) -> String {
-        "CopySlices".into()
+        "torch::autograd::CopySlices".into()
     }
 
     fn core(&self) -> &NodeCore {

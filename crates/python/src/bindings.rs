@@ -23,7 +23,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use switchyard_call::args::parse_default;
-use switchyard_core::{Device, IValue, Stack};
+use switchyard_core::{Device, IValue, Stack, Tensor};
 use switchyard_dispatch::{Dispatcher, OperatorHandle, ReturnAlias, SchemaFacts};
 use switchyard_schema::FunctionSchema;
 
@@ -408,6 +408,27 @@ impl Parser {
     }
 }
 
+/// The Python object of the argument that a returned tensor is (the same tensor object, not
+/// a view of it): the written argument a mutable return names, else any argument that is `t`
+/// itself (PyTorch returns one Python object per tensor; switchyard keeps that for arguments).
+pub(crate) fn argument_object<'a, 'py>(
+    objects: impl Iterator<Item = Option<&'a Bound<'py, PyAny>>> + Clone,
+    alias: ReturnAlias,
+    t: &Tensor,
+) -> Option<&'a Bound<'py, PyAny>>
+where
+    'py: 'a,
+{
+    let is_t =
+        |obj: &&Bound<'py, PyAny>| obj.cast::<PyTensor>().is_ok_and(|p| p.get().t.is_same(t));
+    if let ReturnAlias::MutatedArgument(a) = alias
+        && let Some(obj) = objects.clone().nth(a).flatten().filter(is_t)
+    {
+        return Some(obj);
+    }
+    objects.flatten().find(is_t)
+}
+
 /// The results of `target` as Python objects.
 fn wrap_returns<'py>(
     py: Python<'py>,
@@ -418,9 +439,14 @@ fn wrap_returns<'py>(
     let mut items = Vec::with_capacity(stack.len());
     for (i, value) in stack.into_iter().enumerate() {
         let alias = target.facts.returns.get(i).map(|r| r.alias);
-        if let (Some(ReturnAlias::MutatedArgument(a)), IValue::Tensor(t)) = (alias, &value)
-            && let Some(Some(obj)) = objects.get(a)
-            && obj.cast::<PyTensor>().is_ok_and(|p| p.get().t.is_same(t))
+        // An argument returned itself (a written `self`, or `lift`, `contiguous` of a
+        // contiguous tensor) comes back as the same Python object, as in PyTorch.
+        if let IValue::Tensor(t) = &value
+            && let Some(obj) = argument_object(
+                objects.iter().map(Option::as_ref),
+                alias.unwrap_or(ReturnAlias::Fresh),
+                t,
+            )
         {
             items.push(obj.clone());
             continue;

@@ -15,13 +15,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use switchyard_call::args::match_call_args;
 use switchyard_core::{Device, IValue, Stack};
-use switchyard_dispatch::{Dispatcher, OperatorHandle, ReturnAlias};
+use switchyard_dispatch::{Dispatcher, OperatorHandle};
 use switchyard_schema::FunctionSchema;
 
 use crate::convert::{PySource, ivalue_to_py, returns_to_py};
 use crate::errors::{OrRaise, guard};
 use crate::generated::overloads::OVERLOADS;
-use crate::tensor::PyTensor;
 
 /// `switchyard.ops.aten.add.Tensor`: one overload of an operator.
 #[pyclass(frozen, name = "OpOverload", module = "switchyard._ops")]
@@ -149,11 +148,13 @@ fn call_with_stack<'py>(
     }
     let mut items = Vec::with_capacity(stack.len());
     for (value, ret) in stack.into_iter().zip(&facts.returns) {
-        if let (ReturnAlias::MutatedArgument(i), IValue::Tensor(t)) = (ret.alias, &value)
-            && let Some(Some(obj)) = objects.get(i)
-            && obj.cast::<PyTensor>().is_ok_and(|p| p.get().t.is_same(t))
+        // An argument returned itself (a written `self`, or `lift`, `contiguous` of a
+        // contiguous tensor) comes back as the same Python object, as in PyTorch.
+        if let IValue::Tensor(t) = &value
+            && let Some(obj) =
+                crate::bindings::argument_object(objects.iter().copied(), ret.alias, t)
         {
-            items.push((*obj).clone());
+            items.push(obj.clone());
             continue;
         }
         items.push(ivalue_to_py(py, value)?);

@@ -5,10 +5,6 @@ listed here still differs (so a fix removes its entry) and that every pattern ma
 Reasons starting with ``bug:`` are kernel bugs to fix; the others are justified differences.
 """
 
-_PYOBJECT = ("justified: PyObject preservation is not implemented (plan §4.1, §12): the op "
-             "returns its input tensor itself, as PyTorch does (a requires_grad_ on the result "
-             "shows on the input), but wrapped in a new Python object, so `result is input` "
-             "is False")
 _SET = ("justified: a tensor's storage is fixed at creation (ARCHITECTURE.md invariants), so "
         "set_ cannot make a tensor view another's storage; switchyard refuses with "
         "NotImplementedError")
@@ -17,18 +13,6 @@ _TORCH_BN = ("justified (PyTorch's bug): native_batch_norm.out / _native_batch_n
              "normalised by the batch statistics; with outs needing a resize it reads "
              "uninitialized memory); switchyard's equal PyTorch's functional overload")
 KNOWN = {
-    "contiguous.default/*/contig": _PYOBJECT,
-    "contiguous.default/float32/zerodim": _PYOBJECT,
-    "contiguous.default/float32/empty": _PYOBJECT,
-    "dropout.default/*": _PYOBJECT,
-    "to.dtype_layout/*/contig": _PYOBJECT,  # not the dtype=float64 variant
-    **{f"to.dtype_layout/float32/{kind}": _PYOBJECT
-       for kind in ("t", "slice", "expand", "zerodim", "empty")},
-    "to.device/float64/contig": _PYOBJECT,
-    "to.dtype/float64/contig": _PYOBJECT,
-    "to.other/*/contig": _PYOBJECT,
-    **{f"to.other/float32/{kind}": _PYOBJECT
-       for kind in ("t", "slice", "expand", "zerodim", "empty", "bcast")},
     **{f"sort.{o}/float32/large": (
         "justified: an unstable sort (stable not True) orders equal values as its algorithm "
         "happens to; the values agree and the indices differ only between equal elements "
@@ -42,10 +26,6 @@ KNOWN = {
         "justified: gelu(+inf) with approximate='none' is inf; PyTorch's vectorised CPU path "
         "returns NaN for it (its scalar path, e.g. a 1-element tensor, returns inf), so "
         "PyTorch disagrees with itself; ours is inf for every length"),
-    "lift.default/*": ("bug: lift returns a new tensor aliasing the input (requires_grad_ on "
-                       "it does not show on the input) where PyTorch returns the input itself"),
-    "lift_fresh.default/*": ("bug: lift_fresh returns a new tensor aliasing the input where "
-                             "PyTorch returns the input itself"),
     "set.source_Tensor*": _SET,
     "set_.source_Tensor/*": _SET,
     "native_batch_norm.out/float32/slice": _TORCH_BN,

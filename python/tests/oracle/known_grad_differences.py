@@ -85,10 +85,6 @@ KNOWN = {
         "bug (derivatives.yaml): PyTorch has no derivative for scatter_ with reduce= "
         "(\"derivative for aten::scatter_ is not implemented\"); switchyard's ScatterBackward2 "
         "returns a gradient of the wrong shape for src"),
-    **{f"{o}/float32/slice/grad": (
-        "bug (message): the engine's invalid-gradient error names the node \"CopySlices\" where "
-        "PyTorch names it \"torch::autograd::CopySlices\" (same error otherwise)")
-       for o in ("scatter_.src", "scatter_add_.default")},
     "resize.default/*": (
         "bug (autograd fallback): backward through an operator without a derivative raises "
         "NotImplementedError \"the derivative for 'resize' is not implemented.\" where "
@@ -138,22 +134,9 @@ KNOWN = {
         "the gradient"),
 }
 
-_NUMBERING = (
-    "bug (naming): the backward node's number differs: PyTorch numbers the nodes of one "
-    "name by the order of its derivatives.yaml entries (ZeroBackward0, UniformBackward0, "
-    "BernoulliBackward1, IndexPutImplBackward0); switchyard's entries give another number")
-_QUALIFIED = (
-    "bug (naming): PyTorch's hand-written nodes print with their C++ namespace "
-    "(\"torch::autograd::CopyBackwards\", \"torch::autograd::NotImplemented\"); switchyard's "
-    "without it")
 _NOT_IMPLEMENTED_NODE = (
     "PyTorch's output has the autograd fallback's torch::autograd::NotImplemented node; "
     "switchyard's has its derivative's node (see KNOWN)")
-_INPLACE_VIEW_NODE = (
-    "bug (in-place metadata ops on a view): PyTorch records the op's own node (TBackward1, "
-    "TransposeBackward1, SqueezeBackward3-5, UnsqueezeBackward1, AsStridedBackward1); "
-    "switchyard records AsStridedBackward0 (its view replay), and its gradients fail for "
-    "most of them (see KNOWN)")
 
 
 def _each(overloads, suffixes):
@@ -163,17 +146,9 @@ def _each(overloads, suffixes):
 
 _CONTIG = ["float32/contig/grad", "float64/contig/grad"]
 _KINDS = _CONTIG + [f"float32/{k}/grad" for k in ("t", "slice", "expand", "zerodim", "empty")]
-_BN = _CONTIG + ["float32/slice/grad", "float32/contig/eval/grad"]
 _SCATTER = _CONTIG + ["float32/contig/dim=0/grad", "float32/contig/multiply/grad"]
 
 KNOWN_GRAD_FN = {
-    **{k: _NUMBERING for k in _each(["zero.default"], _KINDS)
-       + _each(["uniform.default", "bernoulli.Tensor"], _CONTIG + ["float32/slice/grad"])
-       + _each(["_index_put_impl.default"], _CONTIG + ["float32/slice/grad",
-                                                       "float32/contig/accumulate/grad"])},
-    **{k: _QUALIFIED for k in _each(["copy_.default"], _CONTIG + [
-        f"float32/{k}/grad" for k in ("zerodim", "empty", "bcast", "mixed", "mixed0d")])
-},
     **{k: "justified (for the lead to confirm): " + _NOT_IMPLEMENTED_NODE for k in
        _each(["copy.default"], _KINDS + [f"float32/{k}/grad" for k in (
            "bcast", "mixed", "mixed0d")])
@@ -189,14 +164,6 @@ KNOWN_GRAD_FN = {
     **{k: ("bug (naming): PyTorch's resize has no derivative (torch::autograd::NotImplemented "
            "node); switchyard's output has a ResizeBackward0 node whose backward raises")
        for k in _each(["resize.default"], _CONTIG + ["float32/slice/grad"])},
-    **{k: ("bug (decomposition): batch_norm's output has NativeBatchNormBackward0 in PyTorch "
-           "(it calls native_batch_norm); switchyard's decomposition calls "
-           "_native_batch_norm_legit(_no_training) and shows that node (gradients agree)")
-       for k in _each(["batch_norm.default", "_batch_norm_impl_index.default"], _BN)},
-    **{k: ("bug (naming): native_batch_norm's output has NativeBatchNormBackward0 in PyTorch; "
-           "switchyard's shows NativeBatchNormLegit(NoTraining)Backward0, the node of the "
-           "operator it redispatches to (gradients agree)")
-       for k in _each(["native_batch_norm.default"], _BN)},
     **{f"{o}/float32/{k}/grad": (
         "bug (naming): reshape of a non-contiguous tensor that can be viewed records "
         "ReshapeAliasBackward0 in PyTorch (its reshape calls _reshape_alias); switchyard "
@@ -204,9 +171,4 @@ KNOWN_GRAD_FN = {
         ("reshape.default", "slice"), ("flatten.using_ints", "slice"),
         ("reshape_as.default", "t"), ("reshape_as.default", "slice"),
         ("reshape_as.default", "expand"))},
-    **{f"{o}/float32/slice/grad": _INPLACE_VIEW_NODE for o in (
-        "as_strided_.default", "squeeze_.default", "squeeze_.dim", "squeeze_.dims",
-        "transpose_.default", "t_.default", "unsqueeze_.default")},
-    "t_.default/float32/t/grad": _INPLACE_VIEW_NODE,
-    "t_.default/float32/expand/grad": _INPLACE_VIEW_NODE,
 }

@@ -234,7 +234,7 @@ pub(crate) fn autograd_as_strided_(ks: DispatchKeySet, (self_, size, stride, sto
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
+        set_output_history_owned(self_, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1794,7 +1794,7 @@ pub(crate) fn autograd_squeeze_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
+        set_output_history_owned(self_, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1832,7 +1832,7 @@ pub(crate) fn autograd_squeeze__dim(ks: DispatchKeySet, (self_, dim): (&Tensor, 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
+        set_output_history_owned(self_, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1870,7 +1870,7 @@ pub(crate) fn autograd_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Tensor,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
+        set_output_history_owned(self_, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2017,7 +2017,7 @@ pub(crate) fn autograd_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Te
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
+        set_output_history_owned(self_, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2090,7 +2090,7 @@ pub(crate) fn autograd_transpose_(ks: DispatchKeySet, (self_, dim0, dim1): (&Ten
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
+        set_output_history_owned(self_, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2237,7 +2237,7 @@ pub(crate) fn autograd_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
+        set_output_history_owned(self_, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4362,7 +4362,7 @@ pub(crate) fn autograd_lift_fresh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         None
     };
     let result = {
-        let _guard = auto_dispatch_below_autograd();
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::lift_fresh::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
     if let Some(mut node) = grad_fn {
@@ -4371,15 +4371,6 @@ pub(crate) fn autograd_lift_fresh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
-}
-
-/// `lift_fresh(Tensor(a) self) -> Tensor(a)`
-pub(crate) fn inplace_or_view_lift_fresh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let out = {
-        let _guard = auto_dispatch_below_ad_inplace_or_view();
-        op::lift_fresh::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?
-    };
-    as_view(self_, out, true, CreationMeta::current())
 }
 
 /// `lift_fresh_copy(Tensor self) -> Tensor`
@@ -4508,9 +4499,45 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
     Ok((result0, result1, result2))
 }
 
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn autograd_native_batch_norm(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
+    let grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        push_edge(&mut next_edges, input)?;
+        push_edge_opt(&mut next_edges, weight)?;
+        push_edge_opt(&mut next_edges, bias)?;
+        Some(NativeBatchNormBackward0 {
+            input: SavedVariable::new(&input, false)?,
+            weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            running_mean: running_mean.map(|t| SavedVariable::new(t, false)).transpose()?,
+            running_var: running_var.map(|t| SavedVariable::new(t, false)).transpose()?,
+            training: training,
+            eps: eps,
+            result1: SavedVariable::empty(),
+            result2: SavedVariable::empty(),
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2) = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::native_batch_norm::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, running_mean, running_var, training, momentum, eps)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.core.add_input_metadata(&result0);
+        node.result1 = SavedVariable::new(&result1, false)?;
+        node.result2 = SavedVariable::new(&result2, false)?;
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result0, node, 0u32)?;
+    }
+    Ok((result0, result1, result2))
+}
+
 /// `native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
 pub(crate) fn autograd_native_batch_norm_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg_opt(running_mean) || rg_opt(running_var) || rg(out) || rg(save_mean) || rg(save_invstd)) {
+    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg(out)) {
         return Err(out_requires_grad_error("native_batch_norm"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -12187,7 +12214,7 @@ pub(crate) fn autograd__index_put_impl(ks: DispatchKeySet, (self_, indices, valu
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
         push_edge(&mut next_edges, values)?;
-        Some(IndexPutImplBackward1 {
+        Some(IndexPutImplBackward0 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
@@ -12324,7 +12351,7 @@ pub(crate) fn autograd_zero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
-        Some(ZeroBackward1 {
+        Some(ZeroBackward0 {
             core: NodeCore::with_edges(next_edges),
         })
     } else {
@@ -12370,7 +12397,7 @@ pub(crate) fn autograd_uniform(ks: DispatchKeySet, (self_, from, to, generator):
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
-        Some(UniformBackward1 {
+        Some(UniformBackward0 {
             core: NodeCore::with_edges(next_edges),
         })
     } else {
@@ -12900,7 +12927,7 @@ pub(crate) fn autograd_bernoulli_Tensor(ks: DispatchKeySet, (self_, p, generator
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
         push_edge(&mut next_edges, p)?;
-        Some(BernoulliBackward4 {
+        Some(BernoulliBackward1 {
             p_geometry: TensorGeometry::of(p),
             core: NodeCore::with_edges(next_edges),
         })

@@ -642,48 +642,6 @@ impl Node for BernoulliBackward3 {
     }
 }
 
-/// The backward of `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`.
-pub struct BernoulliBackward4 {
-    pub(crate) core: NodeCore,
-    pub(crate) p_geometry: TensorGeometry,
-}
-
-impl Node for BernoulliBackward4 {
-    fn name(&self) -> String {
-        "BernoulliBackward4".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        let p_ix = 1..2;
-        // p: TensorGeometry::of(p).zeros()?
-        if range_needed(&this.core, &p_ix) {
-            let p_geometry = &this.p_geometry;
-            grad_inputs[p_ix.start] = IntoGrad::into_grad({ p_geometry.zeros()? });
-        }
-        // self: zeros_like(grad)?
-        if range_needed(&this.core, &self_ix) {
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
 /// The backward of `bmm(Tensor self, Tensor mat2) -> Tensor`.
 pub struct BmmBackward0 {
     pub(crate) core: NodeCore,
@@ -2580,58 +2538,6 @@ impl Node for IndexPutImplBackward0 {
     }
 }
 
-/// The backward of `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`.
-pub struct IndexPutImplBackward1 {
-    pub(crate) core: NodeCore,
-    pub(crate) indices: Vec<Option<SavedVariable>>,
-    pub(crate) values: SavedVariable,
-    pub(crate) accumulate: bool,
-}
-
-impl Node for IndexPutImplBackward1 {
-    fn name(&self) -> String {
-        "IndexPutImplBackward1".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn release_variables(&self) {
-        self.indices.iter().flatten().for_each(SavedVariable::reset);
-        self.values.reset();
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        let values_ix = 1..2;
-        // self: index_put_self_backward(grad, indices, values, accumulate)?
-        if range_needed(&this.core, &self_ix) {
-            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
-            let values_owned = this.values.unpack(&node)?; let values = &values_owned;
-            let accumulate = this.accumulate;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_put_self_backward(grad, indices, values, accumulate)? });
-        }
-        // values: op::index_Tensor::call(grad, indices)?
-        if range_needed(&this.core, &values_ix) {
-            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
-            grad_inputs[values_ix.start] = IntoGrad::into_grad({ op::index_Tensor::call(grad, indices)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
 /// The backward of `index_select(Tensor self, int dim, Tensor index) -> Tensor`.
 pub struct IndexSelectBackward0 {
     pub(crate) core: NodeCore,
@@ -3888,6 +3794,78 @@ impl Node for NativeLayerNormBackward0 {
             let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
             let result2_owned = this.result2.unpack(&node)?; let result2 = &result2_owned;
             let (g0, g1, g2) = { native_layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, bias, eps, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[weight_ix.start] = IntoGrad::into_grad(g1);
+            }
+            if grad_input_mask[2] {
+                grad_inputs[bias_ix.start] = IntoGrad::into_grad(g2);
+            }
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`.
+pub struct NativeBatchNormBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) input: SavedVariable,
+    pub(crate) weight: Option<SavedVariable>,
+    pub(crate) running_mean: Option<SavedVariable>,
+    pub(crate) running_var: Option<SavedVariable>,
+    pub(crate) training: bool,
+    pub(crate) eps: f64,
+    pub(crate) result1: SavedVariable,
+    pub(crate) result2: SavedVariable,
+}
+
+impl Node for NativeBatchNormBackward0 {
+    fn name(&self) -> String {
+        "NativeBatchNormBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.input.reset();
+        if let Some(s) = &self.weight { s.reset(); }
+        if let Some(s) = &self.running_mean { s.reset(); }
+        if let Some(s) = &self.running_var { s.reset(); }
+        self.result1.reset();
+        self.result2.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let input_ix = 0..1;
+        let weight_ix = 1..2;
+        let bias_ix = 2..3;
+        // input, weight, bias: native_batch_norm_backward(grad, input, weight, running_mean, running_var, result1, result2, training, eps, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &input_ix), range_needed(&this.core, &weight_ix), range_needed(&this.core, &bias_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let input_owned = this.input.unpack(&node)?; let input = &input_owned;
+            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            let running_mean_owned = match &this.running_mean { Some(s) => Some(s.unpack(&node)?), None => None }; let running_mean = running_mean_owned.as_ref();
+            let running_var_owned = match &this.running_var { Some(s) => Some(s.unpack(&node)?), None => None }; let running_var = running_var_owned.as_ref();
+            let training = this.training;
+            let eps = this.eps;
+            let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
+            let result2_owned = this.result2.unpack(&node)?; let result2 = &result2_owned;
+            let (g0, g1, g2) = { native_batch_norm_backward(grad, input, weight, running_mean, running_var, result1, result2, training, eps, grad_input_mask)? };
             if grad_input_mask[0] {
                 grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
             }
@@ -6876,41 +6854,6 @@ impl Node for UniformBackward0 {
     }
 }
 
-/// The backward of `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`.
-pub struct UniformBackward1 {
-    pub(crate) core: NodeCore,
-}
-
-impl Node for UniformBackward1 {
-    fn name(&self) -> String {
-        "UniformBackward1".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        // self: zeros_like(grad)?
-        if range_needed(&this.core, &self_ix) {
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
 /// The backward of `_unsafe_view(Tensor self, SymInt[] size) -> Tensor`.
 pub struct UnsafeViewBackward0 {
     pub(crate) core: NodeCore,
@@ -7208,41 +7151,6 @@ pub struct ZeroBackward0 {
 impl Node for ZeroBackward0 {
     fn name(&self) -> String {
         "ZeroBackward0".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        // self: zeros_like(grad)?
-        if range_needed(&this.core, &self_ix) {
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
-/// The backward of `zero(Tensor self) -> Tensor`.
-pub struct ZeroBackward1 {
-    pub(crate) core: NodeCore,
-}
-
-impl Node for ZeroBackward1 {
-    fn name(&self) -> String {
-        "ZeroBackward1".into()
     }
 
     fn core(&self) -> &NodeCore {

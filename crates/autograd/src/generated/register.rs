@@ -182,6 +182,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(autograd_dot_out).debug("autograd_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(autograd_linear_out).debug("autograd_linear_out"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(autograd_native_layer_norm).debug("autograd_native_layer_norm"))?;
+    lib.impl_("native_batch_norm", Kernel::typed::<op::native_batch_norm>(autograd_native_batch_norm).debug("autograd_native_batch_norm"))?;
     lib.impl_("native_batch_norm.out", Kernel::typed::<op::native_batch_norm_out>(autograd_native_batch_norm_out).debug("autograd_native_batch_norm_out"))?;
     lib.impl_("_native_batch_norm_legit", Kernel::typed::<op::_native_batch_norm_legit>(autograd__native_batch_norm_legit).debug("autograd__native_batch_norm_legit"))?;
     lib.impl_("_native_batch_norm_legit_no_training", Kernel::typed::<op::_native_batch_norm_legit_no_training>(autograd__native_batch_norm_legit_no_training).debug("autograd__native_batch_norm_legit_no_training"))?;
@@ -594,7 +595,6 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unbind_copy.int_out", Kernel::typed::<op::unbind_copy_int_out>(inplace_or_view_unbind_copy_int_out).debug("inplace_or_view_unbind_copy_int_out"))?;
     lib.impl_("split_copy.Tensor_out", Kernel::typed::<op::split_copy_Tensor_out>(inplace_or_view_split_copy_Tensor_out).debug("inplace_or_view_split_copy_Tensor_out"))?;
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(inplace_or_view_split_with_sizes_copy_out).debug("inplace_or_view_split_with_sizes_copy_out"))?;
-    lib.impl_("lift_fresh", Kernel::typed::<op::lift_fresh>(inplace_or_view_lift_fresh).debug("inplace_or_view_lift_fresh"))?;
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(inplace_or_view_dot_out).debug("inplace_or_view_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(inplace_or_view_linear_out).debug("inplace_or_view_linear_out"))?;
     lib.impl_("native_batch_norm.out", Kernel::typed::<op::native_batch_norm_out>(inplace_or_view_native_batch_norm_out).debug("inplace_or_view_native_batch_norm_out"))?;

@@ -225,7 +225,10 @@ fn in_place_on_a_view_rewrites_the_base_history() {
     let v = op::select_int::call(&c, 0, 0).unwrap();
     assert!(v.is_view() && v.base().unwrap().is_same(&c));
     op::mul__Scalar::call(&v, 2.into()).unwrap();
-    assert_eq!(c.grad_fn().unwrap().unwrap().name(), "CopySlices");
+    assert_eq!(
+        c.grad_fn().unwrap().unwrap().name(),
+        "torch::autograd::CopySlices"
+    );
     assert_eq!(v.grad_fn().unwrap().unwrap().name(), "AsStridedBackward0");
     let next = c.grad_fn().unwrap().unwrap();
     let names: Vec<String> = next

@@ -36,9 +36,9 @@ fn missing_entries() -> Vec<String> {
         .collect()
 }
 
-/// Whether `f` is the functional variant autogen adds to a mutable operator with an entry,
-/// whose formula it uses (torchgen's `match_differentiability_info`, rule 3:
-/// `_native_batch_norm_legit_functional`).
+/// Whether `f` is the functional variant autogen adds to a mutable or in-place operator with
+/// an entry, whose formula (and node) it uses (torchgen's `match_differentiability_info`,
+/// rule 3: `_native_batch_norm_legit_functional`, `zero`, `uniform`).
 fn uses_mutable_formula(
     nf: &switchyard_codegen::NativeFunctions,
     d: &switchyard_codegen::derivatives::Derivatives,
@@ -48,7 +48,7 @@ fn uses_mutable_formula(
     f.is_generated()
         && d.infos.iter().any(|info| {
             let g = &nf.functions[info.func].func;
-            g.kind() == SchemaKind::Mutable && g.signature(true, false, false) == sig
+            g.kind() != SchemaKind::Functional && g.signature(true, false, false) == sig
         })
 }
 

@@ -333,7 +333,7 @@ fn cases() -> Vec<Case> {
     k.unary("fill.Scalar", "FillBackward0", Any, true, |x| {
         op::fill_Scalar::call(x, Scalar::Float(2.0))
     });
-    k.unary("zero", "ZeroBackward1", Any, true, |x| op::zero::call(x));
+    k.unary("zero", "ZeroBackward0", Any, true, |x| op::zero::call(x));
 
     // Pointwise binary.
     k.binary("add.Tensor", "AddBackward0", Any, Any, true, |a, b| {
@@ -1487,7 +1487,7 @@ fn cases() -> Vec<Case> {
     k.add(
         "_index_put_impl",
         "contiguous",
-        "IndexPutImplBackward1",
+        "IndexPutImplBackward0",
         vec![c(&[3, 4], Any, 98), c(&[2], Any, 99)],
         true,
         |x| {
@@ -1714,6 +1714,45 @@ fn cases() -> Vec<Case> {
                     Some(&x[1]),
                     None,
                     true,
+                    0.1,
+                    1e-5,
+                )?;
+                one(y)
+            },
+        );
+    }
+    // native_batch_norm has its own node, as in PyTorch (its kernel decomposes into
+    // _native_batch_norm_legit* below autograd): with running statistics in training and in
+    // evaluation, and without them.
+    for (what, training, with_stats) in [
+        ("native_batch_norm(training)", true, true),
+        ("native_batch_norm(eval)", false, true),
+        ("native_batch_norm(no stats)", true, false),
+    ] {
+        k.add(
+            what,
+            "contiguous",
+            "NativeBatchNormBackward0",
+            vec![
+                c(&[2, 3, 4], Any, 200),
+                c(&[3], Any, 201),
+                c(&[3], Any, 202),
+            ],
+            true,
+            move |x| {
+                let (rm, rv) = stats();
+                let (rm, rv) = if with_stats {
+                    (Some(&rm), Some(&rv))
+                } else {
+                    (None, None)
+                };
+                let (y, _, _) = op::native_batch_norm::call(
+                    &x[0],
+                    Some(&x[1]),
+                    Some(&x[2]),
+                    rm,
+                    rv,
+                    training,
                     0.1,
                     1e-5,
                 )?;
@@ -2014,11 +2053,11 @@ fn cases() -> Vec<Case> {
             Tensor::from_vec(vec![0.5f64, 1.5, 2.0], &[3]).unwrap(),
         )
     };
-    // Through native_batch_norm's decomposition: `_native_batch_norm_legit`'s formula.
+    // batch_norm decomposes into native_batch_norm, whose own node PyTorch records.
     k.add(
         "batch_norm",
         "contiguous",
-        "NativeBatchNormLegitBackward0",
+        "NativeBatchNormBackward0",
         vec![
             c(&[4, 3, 2], Any, 195),
             c(&[3], Any, 196),

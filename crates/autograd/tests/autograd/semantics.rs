@@ -445,18 +445,45 @@ fn set_records_a_not_implemented_node() {
     assert_eq!(e.message(), "derivative for set_ is not implemented");
 }
 
-/// `lift` gives a new tensor with its own `LiftBackward0` history; unlike PyTorch (whose kernel
-/// returns its input, so that the input's history is replaced), the input keeps its own.
+/// `lift` and `lift_fresh` return their input itself, as PyTorch's kernels do, so the output's
+/// history replaces the input's (a leaf given to `lift` stops being one, as in PyTorch); the
+/// gradient with respect to it is the one reaching the node: `Σ [3, 4]·lift(a)` gives [3, 4],
+/// `Σ [3, 4]·lift_fresh(2a)` gives [6, 8].
 #[test]
-fn lift_leaves_its_input_alone() {
+fn lift_returns_its_input_itself() {
+    let w = Tensor::from_vec(vec![3.0, 4.0], &[2]).unwrap();
+    let loss = |t: &Tensor| op::sum::call(&op::mul_Tensor::call(t, &w).unwrap(), None).unwrap();
     let a = x(&[1.0, 2.0], &[2]);
     let r = op::lift::call(&a).unwrap();
-    assert_eq!(r.grad_fn().unwrap().unwrap().name(), "LiftBackward0");
-    assert!(a.grad_fn().unwrap().is_none());
-    op::sum::call(&r, None).unwrap().backward().unwrap();
-    assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), vec![1.0, 1.0]);
-    let f = op::lift_fresh::call(&a).unwrap();
+    assert!(r.is_same(&a));
+    assert_eq!(a.grad_fn().unwrap().unwrap().name(), "LiftBackward0");
+    let g = grad(
+        &[loss(&r)],
+        std::slice::from_ref(&a),
+        &[],
+        None,
+        false,
+        false,
+    )
+    .unwrap();
+    assert_eq!(vals(g[0].as_ref().unwrap()), vec![3.0, 4.0]);
+
+    let a = x(&[1.0, 2.0], &[2]);
+    let b = op::mul_Scalar::call(&a, Scalar::Float(2.0)).unwrap();
+    let f = op::lift_fresh::call(&b).unwrap();
+    assert!(f.is_same(&b));
     assert_eq!(f.grad_fn().unwrap().unwrap().name(), "LiftFreshBackward0");
+    assert!(!switchyard_autograd::view::is_view(&f));
+    let g = grad(
+        &[loss(&f)],
+        std::slice::from_ref(&a),
+        &[],
+        None,
+        false,
+        false,
+    )
+    .unwrap();
+    assert_eq!(vals(g[0].as_ref().unwrap()), vec![6.0, 8.0]);
 }
 
 /// Gradients at points where the operator is not differentiable, as PyTorch 2.15 returns
@@ -679,7 +706,7 @@ fn in_place_on_a_view_matches_the_functional_program() {
         let y = op::clone::call(&t[0], None)?;
         op::mul__Tensor::call(&op::select_int::call(&y, 0, 0)?, &t[1])?;
         op::sigmoid_::call(&op::select_int::call(&y, 0, 1)?)?;
-        assert_eq!(name(&y), "CopySlices");
+        assert_eq!(name(&y), "torch::autograd::CopySlices");
         Ok(y)
     });
     for (e, g) in expected.iter().zip(&got) {
@@ -690,4 +717,154 @@ fn in_place_on_a_view_matches_the_functional_program() {
             );
         }
     }
+}
+
+/// The gradient of `Σ w·f(leaf)` with `w = 1, 2, 3, ...` over the output in row-major order,
+/// the node name of the output, and its gradient values.
+fn weighted_grad(leaf: &Tensor, f: &dyn Fn(&Tensor) -> Result<Tensor>) -> (String, Vec<f64>) {
+    let out = f(leaf).unwrap();
+    let n = out.numel();
+    let w: Vec<f64> = (1..=n).map(|i| i as f64).collect();
+    let w = Tensor::from_vec(w, &out.sizes()).unwrap();
+    let loss = op::sum::call(&op::mul_Tensor::call(&out, &w).unwrap(), None).unwrap();
+    let g = grad(&[loss], std::slice::from_ref(leaf), &[], None, false, true).unwrap();
+    (name(&out), vals(g[0].as_ref().unwrap()))
+}
+
+/// `leaf.clone()[:, ::2]`: a view of a non-leaf.
+fn every_other_column(leaf: &Tensor) -> Result<Tensor> {
+    op::slice_Tensor::call(&op::clone::call(leaf, None)?, -1, Some(0), None, 2)
+}
+
+/// In-place metadata operators on a view of a non-leaf record their own node, chained to the
+/// view's history (PyTorch sets the history of `self` instead of rebasing it), and the
+/// gradient follows the view's new geometry. Leaves `arange(n)` of shape [2, 4] ([1, 4] for
+/// squeeze_); the slice takes columns 0 and 2, so `v[i][j] = l[i][2j]` before the operator;
+/// hand-computed gradients (as PyTorch 2.15 gives them).
+#[test]
+fn in_place_metadata_ops_on_a_view_of_a_non_leaf() {
+    type Case = (
+        &'static str,
+        &'static [i64],
+        fn(&Tensor) -> Result<Tensor>,
+        &'static str,
+        Vec<f64>,
+    );
+    let (l24, l14): (&[i64], &[i64]) = (&[2, 4], &[1, 4]);
+    // After t_, out[i][j] = l[j][2i]: w = [[1, 2], [3, 4]] lands at l[0][0] = 1, l[1][0] = 2,
+    // l[0][2] = 3, l[1][2] = 4.
+    let transposed = vec![1.0, 0.0, 3.0, 0.0, 2.0, 0.0, 4.0, 0.0];
+    let cases: Vec<Case> = vec![
+        (
+            "t_",
+            l24,
+            |l| op::t_::call(&every_other_column(l)?),
+            "TBackward1",
+            transposed.clone(),
+        ),
+        (
+            "transpose_",
+            l24,
+            |l| op::transpose_::call(&every_other_column(l)?, 0, 1),
+            "TransposeBackward1",
+            transposed,
+        ),
+        (
+            "squeeze_",
+            l14,
+            |l| op::squeeze_::call(&every_other_column(l)?),
+            "SqueezeBackward3",
+            vec![1.0, 0.0, 2.0, 0.0],
+        ),
+        (
+            "squeeze_.dim",
+            l14,
+            |l| op::squeeze__dim::call(&every_other_column(l)?, 0),
+            "SqueezeBackward4",
+            vec![1.0, 0.0, 2.0, 0.0],
+        ),
+        (
+            "squeeze_.dims",
+            l14,
+            |l| op::squeeze__dims::call(&every_other_column(l)?, &[0]),
+            "SqueezeBackward5",
+            vec![1.0, 0.0, 2.0, 0.0],
+        ),
+        (
+            "unsqueeze_",
+            l24,
+            |l| op::unsqueeze_::call(&every_other_column(l)?, 0),
+            "UnsqueezeBackward1",
+            vec![1.0, 0.0, 2.0, 0.0, 3.0, 0.0, 4.0, 0.0],
+        ),
+        (
+            // Size [2], stride 4, offset 2: storage elements 2 and 6, l[0][2] and l[1][2].
+            "as_strided_",
+            l24,
+            |l| op::as_strided_::call(&every_other_column(l)?, &[2], &[4], Some(2)),
+            "AsStridedBackward1",
+            vec![0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 2.0, 0.0],
+        ),
+        (
+            // The base changes in place after the view's t_: the view's history is rebuilt
+            // from the base's (an as_strided of it), with the view's new geometry.
+            "t_ then mul_ of the base",
+            l24,
+            |l| {
+                let c = op::clone::call(l, None)?;
+                let v = op::slice_Tensor::call(&c, -1, Some(0), None, 2)?;
+                op::t_::call(&v)?;
+                op::mul__Scalar::call(&c, Scalar::Float(2.0))?;
+                Ok(v)
+            },
+            "AsStridedBackward0",
+            vec![2.0, 0.0, 6.0, 0.0, 4.0, 0.0, 8.0, 0.0],
+        ),
+        (
+            // An in-place change of the transposed view reaches the base through CopySlices
+            // with the view's new geometry: w (1..8 over the base) tripled at columns 0, 2.
+            "t_ then mul_ of the view",
+            l24,
+            |l| {
+                let c = op::clone::call(l, None)?;
+                let v = op::slice_Tensor::call(&c, -1, Some(0), None, 2)?;
+                op::t_::call(&v)?;
+                op::mul__Scalar::call(&v, Scalar::Float(3.0))?;
+                Ok(c)
+            },
+            "torch::autograd::CopySlices",
+            vec![3.0, 2.0, 9.0, 4.0, 15.0, 6.0, 21.0, 8.0],
+        ),
+        (
+            "t_ twice",
+            l24,
+            |l| {
+                let v = every_other_column(l)?;
+                op::t_::call(&v)?;
+                op::t_::call(&v)
+            },
+            "TBackward1",
+            vec![1.0, 0.0, 2.0, 0.0, 3.0, 0.0, 4.0, 0.0],
+        ),
+    ];
+    for (what, shape, f, node, expected) in cases {
+        let n = shape.iter().product::<i64>();
+        let data: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let (got_node, got) = weighted_grad(&x(&data, shape), &f);
+        assert_eq!(got_node, node, "{what}");
+        assert_eq!(got, expected, "{what}");
+    }
+}
+
+/// t_ of an expanded view of a non-leaf: `out[i][j] = l[i]`, so each leaf element gets the
+/// sum of its row of w = [[1, 2], [3, 4], [5, 6]].
+#[test]
+fn t_of_an_expanded_view_of_a_non_leaf() {
+    let l = x(&[0.5, 1.5, 2.5], &[3]);
+    let (node, g) = weighted_grad(&l, &|l| {
+        let e = op::expand::call(&op::clone::call(l, None)?, &[2, 3], false)?;
+        op::t_::call(&e)
+    });
+    assert_eq!(node, "TBackward1");
+    assert_eq!(g, vec![3.0, 7.0, 11.0]);
 }

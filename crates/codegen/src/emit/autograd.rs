@@ -90,8 +90,13 @@ fn kind(f: &GenFunction) -> SchemaKind {
     f.schema.kind()
 }
 
+/// A view operator for autograd: a functional operator whose return aliases its input and
+/// whose base name is a view function (torchgen's `get_view_info`). `lift_fresh`, whose schema
+/// aliases, is not one: it returns its input itself and records no view.
 fn is_view(f: &GenFunction) -> bool {
-    f.schema.is_view_op() && kind(f) == SchemaKind::Functional
+    f.schema.is_view_op()
+        && kind(f) == SchemaKind::Functional
+        && VIEW_FUNCTION_BASES.contains(&f.schema.name.name.base.as_str())
 }
 
 fn has_composite_implicit(f: &GenFunction) -> bool {
@@ -719,14 +724,82 @@ fn return_outputs(f: &GenFunction) -> String {
     }
 }
 
+/// Base names of the operators whose outputs are views of an input (torchgen's
+/// `VIEW_FUNCTIONS` and `RETURNS_VIEWS_OF_INPUT`, `gen_inplace_or_view_type.py`).
+const VIEW_FUNCTION_BASES: [&str; 46] = [
+    "numpy_T",
+    "alias",
+    "as_strided",
+    "diagonal",
+    "expand",
+    "permute",
+    "select",
+    "slice",
+    "slice_inverse",
+    "split",
+    "split_with_sizes",
+    "squeeze",
+    "t",
+    "transpose",
+    "unfold",
+    "unsqueeze",
+    "flatten",
+    "view",
+    "unbind",
+    "_indices",
+    "_values",
+    "indices",
+    "values",
+    "_reshape_alias",
+    "view_as_complex",
+    "view_as_real",
+    "_conj",
+    "_neg_view",
+    "chunk",
+    "detach",
+    "contiguous",
+    "reshape",
+    "reshape_as",
+    "expand_as",
+    "view_as",
+    "real",
+    "imag",
+    "narrow",
+    "movedim",
+    "tensor_split",
+    "swapdims",
+    "swapaxes",
+    "mT",
+    "mH",
+    "adjoint",
+    "matrix_H",
+];
+
+/// Whether an in-place operator sets the history of `self` rather than rebasing it: an
+/// in-place view operator (`t_`, `transpose_`, `squeeze_`, `unsqueeze_`, `as_strided_`),
+/// whose base name is a view function (torchgen's `emit_history`: "rebase" only when
+/// `get_view_info` is none). Such an operator changes the metadata of `self`, not its
+/// values: a view stays a view of the same base, and its new `grad_fn` is the operator's own
+/// node chained to its previous history. Rebasing would put a `CopySlices` on the base that
+/// cuts the base's gradient with the view's new geometry, which the node does not take.
+fn sets_history_in_place(f: &GenFunction) -> bool {
+    kind(f) == SchemaKind::Inplace
+        && VIEW_FUNCTION_BASES.contains(&f.schema.name.name.base.as_str())
+}
+
 /// Statements adding the input metadata of the differentiable outputs and setting their
-/// history.
-fn history(outs: &[(String, Type, String)], inplace: bool) -> (String, String) {
+/// history. `inplace`: the history of `self` is rebased (an in-place operator), or set
+/// (an in-place view operator, [`sets_history_in_place`]).
+fn history(f: &GenFunction, outs: &[(String, Type, String)], inplace: bool) -> (String, String) {
     let mut meta = String::new();
     let mut hist = String::new();
     if inplace {
         meta.push_str("        node.core.add_input_metadata(self_);\n");
-        hist.push_str("        rebase_history(self_, node)?;\n");
+        hist.push_str(if sets_history_in_place(f) {
+            "        set_output_history_owned(self_, node, 0u32)?;\n"
+        } else {
+            "        rebase_history(self_, node)?;\n"
+        });
         return (meta, hist);
     }
     let mut nr = String::from("0u32");
@@ -912,7 +985,7 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
                 "        Some(NotImplemented::new({operator:?}, next_edges))\n    }} else {{\n        None\n    }};\n"
             ));
             body.push_str(&call);
-            let (meta, hist) = history(&outs, inplace);
+            let (meta, hist) = history(f, &outs, inplace);
             // The node is built before the call (its saved inputs are taken then) and shared only
             // once complete: completing it inside an `Arc` would take `Arc::get_mut`, an atomic
             // compare-exchange that costs more than moving the node.
@@ -1019,7 +1092,7 @@ fn with_node(
     }
     body.push_str("            core: NodeCore::with_edges(next_edges),\n        })\n    } else {\n        None\n    };\n");
     body.push_str(call);
-    let (meta, hist) = history(outs, inplace);
+    let (meta, hist) = history(f, outs, inplace);
     // The node is built before the call (its saved inputs are taken then) and shared only
     // once complete: completing it inside an `Arc` would take `Arc::get_mut`, an atomic
     // compare-exchange that costs more than moving the node.

@@ -789,13 +789,23 @@ pub fn generate(
                 .then_some(usize::MAX)
         });
         let mutates = f.schema.modifies_arguments();
-        if let Some(kernel) = f.kernel(DispatchKey::CompositeImplicitAutograd) {
-            // A composite whose schema hides that it aliases or writes its inputs
-            // (`batch_norm` writes the running statistics through `_native_batch_norm_legit`)
-            // decomposes here too, rather than running below the layer on unwrapped values
-            // when the autograd keys are excluded (PyTorch's `maybe_aliasing_or_mutating`
-            // tag, which its Python functionalization decomposes).
-            let hidden_effects = nf.functions[i].has_tag("maybe_aliasing_or_mutating");
+        // A composite whose schema hides that it aliases or writes its inputs
+        // (`batch_norm` writes the running statistics through `_native_batch_norm_legit`)
+        // decomposes here too, rather than running below the layer on unwrapped values
+        // when the autograd keys are excluded (PyTorch's `maybe_aliasing_or_mutating`
+        // tag, which its Python functionalization decomposes). That includes an explicit
+        // composite (`native_batch_norm`: its own derivative at Autograd, as PyTorch's
+        // eager kernel has, and the decomposition PyTorch's Python dispatcher registers
+        // below it).
+        let hidden_effects = nf.functions[i].has_tag("maybe_aliasing_or_mutating");
+        let composite_kernel_of = f
+            .kernel(DispatchKey::CompositeImplicitAutograd)
+            .or_else(|| {
+                hidden_effects
+                    .then(|| f.kernel(DispatchKey::CompositeExplicitAutograd))
+                    .flatten()
+            });
+        if let Some(kernel) = composite_kernel_of {
             if is_view || mutates || inplace_view.is_some() || hidden_effects {
                 composite.push_str(&composite_kernel(f, kernel)?);
                 composite.push('\n');
@@ -876,7 +886,8 @@ pub fn generate(
         }
     }
     // Functional operators reaching the layer (not CompositeImplicitAutograd, which decompose
-    // first, and not hand-written) get a typed pass-through kernel.
+    // first, nor those with a composite kernel here, and not hand-written) get a typed
+    // pass-through kernel.
     let mut pass_shards = vec![String::new(); PASS_THROUGH_SHARDS];
     let mut pass_regs = Vec::new();
     for &k in &pass_through_candidates {
@@ -884,6 +895,7 @@ pub fn generate(
         if f.manual_kernel_registration
             || MANUAL_FUNCTIONALIZE.contains(&full_name(f).as_str())
             || f.kernel(DispatchKey::CompositeImplicitAutograd).is_some()
+            || report.composite.contains(&full_name(f))
         {
             continue;
         }

@@ -1044,7 +1044,6 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("batch_norm", Kernel::typed::<op::batch_norm>(wrapper_CompositeImplicitAutograd_batch_norm).debug("wrapper_CompositeImplicitAutograd_batch_norm"))?;
     lib.impl_("_batch_norm_impl_index", Kernel::typed::<op::_batch_norm_impl_index>(wrapper_CompositeImplicitAutograd__batch_norm_impl_index).debug("wrapper_CompositeImplicitAutograd__batch_norm_impl_index"))?;
     lib.impl_("instance_norm", Kernel::typed::<op::instance_norm>(wrapper_CompositeImplicitAutograd_instance_norm).debug("wrapper_CompositeImplicitAutograd_instance_norm"))?;
-    lib.impl_("native_batch_norm", Kernel::typed::<op::native_batch_norm>(wrapper_CompositeImplicitAutograd_native_batch_norm).debug("wrapper_CompositeImplicitAutograd_native_batch_norm"))?;
     lib.impl_("max_pool2d", Kernel::typed::<op::max_pool2d>(wrapper_CompositeImplicitAutograd_max_pool2d).debug("wrapper_CompositeImplicitAutograd_max_pool2d"))?;
     lib.impl_("nll_loss.out", Kernel::typed::<op::nll_loss_out>(wrapper_CompositeImplicitAutograd_nll_loss_out).debug("wrapper_CompositeImplicitAutograd_nll_loss_out"))?;
     lib.impl_("nll_loss_nd", Kernel::typed::<op::nll_loss_nd>(wrapper_CompositeImplicitAutograd_nll_loss_nd).debug("wrapper_CompositeImplicitAutograd_nll_loss_nd"))?;
@@ -1119,6 +1118,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(wrapper_CompositeExplicitAutograd_dot_out).debug("wrapper_CompositeExplicitAutograd_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(wrapper_CompositeExplicitAutograd_linear_out).debug("wrapper_CompositeExplicitAutograd_linear_out"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_CompositeExplicitAutograd_native_layer_norm).debug("wrapper_CompositeExplicitAutograd_native_layer_norm"))?;
+    lib.impl_("native_batch_norm", Kernel::typed::<op::native_batch_norm>(wrapper_CompositeExplicitAutograd_native_batch_norm).debug("wrapper_CompositeExplicitAutograd_native_batch_norm"))?;
     lib.impl_("_native_batch_norm_legit_no_training", Kernel::typed::<op::_native_batch_norm_legit_no_training>(wrapper_CompositeExplicitAutograd__native_batch_norm_legit_no_training).debug("wrapper_CompositeExplicitAutograd__native_batch_norm_legit_no_training"))?;
     lib.impl_("convolution", Kernel::typed::<op::convolution>(wrapper_CompositeExplicitAutograd_convolution).debug("wrapper_CompositeExplicitAutograd_convolution"))?;
     lib.impl_("add.Scalar", Kernel::typed::<op::add_Scalar>(wrapper_CompositeExplicitAutograd_add_Scalar).debug("wrapper_CompositeExplicitAutograd_add_Scalar"))?;
@@ -2683,7 +2683,7 @@ fn wrapper_CompositeImplicitAutograd_instance_norm(_ks: DispatchKeySet, (input, 
 }
 
 /// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
-fn wrapper_CompositeImplicitAutograd_native_batch_norm(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+fn wrapper_CompositeExplicitAutograd_native_batch_norm(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
     crate::native::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
 }
 

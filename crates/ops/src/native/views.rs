@@ -398,22 +398,18 @@ pub fn detach(self_: &Tensor) -> Result<Tensor> {
     alias(self_)
 }
 
-/// `lift`: `self`'s data under a new tensor object (PyTorch's kernel returns `self` itself).
-///
-/// The result shares storage and version counter with `self` but is a separate tensor, so the
-/// autograd layer can give it its own history without touching `self`'s (PyTorch, returning
-/// the same object, rewrites the history of its input). Functionalization's kernel for `lift`
-/// wraps this value; outside it, the operator is a cheap alias that autograd does not track
-/// as a view, as in PyTorch.
+/// `lift`: `self` itself, as PyTorch's kernel returns it (the same tensor object, so Python
+/// gets the same object back). Under autograd the output's history is set on `self`, as in
+/// PyTorch; functionalization's kernel for `lift` wraps the value instead.
 pub fn lift(self_: &Tensor) -> Result<Tensor> {
-    Ok(self_.shallow_copy())
+    Ok(self_.clone())
 }
 
-/// `lift_fresh`: a view of its (freshly made) input with the same geometry, like `alias`;
-/// PyTorch's kernel returns `self` itself. Its copy is `lift_fresh_copy` (generated: a
-/// contiguous clone).
+/// `lift_fresh`: `self` itself, as PyTorch's kernel returns it (not recorded as a view: its
+/// base name is not a view function for autograd). Its copy is `lift_fresh_copy` (generated:
+/// a contiguous clone).
 pub fn lift_fresh(self_: &Tensor) -> Result<Tensor> {
-    alias(self_)
+    Ok(self_.clone())
 }
 
 /// `detach_`: nothing to do below autograd.
