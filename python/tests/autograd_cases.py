@@ -106,9 +106,4 @@ CASES = [
     "result = (torch.no_grad.__name__, torch.enable_grad.__name__, torch.inference_mode.__name__, torch.autograd.no_grad is torch.no_grad)",
 ]
 
-KNOWN = {
-    "a = torch.tensor([1.0, 2.0], requires_grad=True)\nb = a * a\nb[0] = 0\nA.sum.default(b).backward()\nresult = (a.grad, b.grad_fn.name())": (
-        "switchyard-autograd names the node `CopySlices` (its printed name); PyTorch's name() "
-        "is `torch::autograd::CopySlices` (the values agree)"
-    ),
-}
+KNOWN = {}

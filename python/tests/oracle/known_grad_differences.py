@@ -26,10 +26,6 @@ _EXTRA_FORMULA = (
     "derivatives.yaml has one and returns a gradient, which agrees with central finite "
     "differences on the float64 case (checked when this entry was added). No program that "
     "runs under PyTorch changes; parity would mean removing a working formula")
-_INPLACE_VIEW = (
-    "bug (engine, in-place metadata ops): backward through an in-place view op (t_, "
-    "transpose_, squeeze_, as_strided_) applied to a view of a non-leaf raises a shape "
-    "error; PyTorch computes the gradient")
 _SET = ("justified: a tensor's storage is fixed at creation (ARCHITECTURE.md invariants), so "
         "set_ cannot make a tensor view another's storage; switchyard refuses with "
         "NotImplementedError (as in the forward oracle)")
@@ -124,14 +120,6 @@ KNOWN = {
         "twice -2 Σ_rows (x - t) / 6, for a 0-dim target six times; switchyard's equals "
         "the derivative (checked by hand: x = [[1, 2, 3], [4, 5, 6]], t = 0.5 gives -6, "
         "PyTorch -36)") for kind in ("bcast/grad", "bcast/grad2", "mixed0d/grad")},
-    **{f"{o}/float32/slice/grad": _INPLACE_VIEW for o in (
-        "as_strided_.default", "squeeze_.default", "squeeze_.dim", "squeeze_.dims",
-        "transpose_.default", "t_.default")},
-    "t_.default/float32/t/grad": _INPLACE_VIEW,
-    "t_.default/float32/expand/grad": (
-        "bug (engine, in-place metadata ops): backward through t_ of an expanded view of a "
-        "non-leaf raises \"unsupported operation: ...\" (an overlap check); PyTorch computes "
-        "the gradient"),
 }
 
 _NOT_IMPLEMENTED_NODE = (
