@@ -12,4 +12,5 @@ mod basics;
 mod behaviour;
 mod coverage;
 mod formulas;
+mod refusal;
 mod semantics;

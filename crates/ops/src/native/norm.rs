@@ -14,6 +14,7 @@ use crate::meta::{
     BatchNormInfo, batch_norm_check_out, batch_norm_checks, fused_moving_avg_obs_fq_checks,
 };
 use crate::op;
+use crate::runtime::not_differentiable_error;
 use crate::structured::resize_output;
 use switchyard_core::{
     Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor, bail, torch_check,
@@ -159,6 +160,17 @@ pub fn native_batch_norm(
     momentum: f64,
     eps: f64,
 ) -> Result<(Tensor, Tensor, Tensor)> {
+    // PyTorch's native_batch_norm has an Autograd kernel, which refuses running statistics
+    // that require grad (its derivatives.yaml entry gives them no formula) before anything
+    // runs; this decomposition runs above autograd, so it refuses them itself, in that
+    // kernel's words (batch_norm and instance_norm reach it too, as in PyTorch).
+    if switchyard_core::local_dispatch::is_grad_enabled() {
+        for (stat, name) in [(running_mean, "running_mean"), (running_var, "running_var")] {
+            if stat.is_some_and(Tensor::requires_grad) {
+                return Err(not_differentiable_error("native_batch_norm", name));
+            }
+        }
+    }
     match (running_mean, running_var) {
         (None, None) => op::_native_batch_norm_legit_no_stats::call(
             input, weight, bias, training, momentum, eps,
