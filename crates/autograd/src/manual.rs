@@ -1565,19 +1565,6 @@ pub fn scatter_reduce_self_backward(grad: &Tensor, reduce: &str) -> Result<Tenso
     }
 }
 
-/// `scatter(..., reduce=)`'s gradient for `src`.
-pub fn scatter_reduce_src_backward(
-    grad: &Tensor,
-    dim: i64,
-    index: &Tensor,
-    reduce: &str,
-) -> Result<Tensor> {
-    match reduce {
-        "add" => op::gather::call(grad, dim, index, false),
-        _ => not_implemented(&format!("scatter with reduce='{reduce}'")),
-    }
-}
-
 /// `embedding`'s gradient: rows added back per index, none for `padding_idx`, optionally
 /// scaled by the inverse frequency (PyTorch's `embedding_dense_backward`).
 pub fn embedding_backward(

@@ -304,7 +304,9 @@ pub fn set_history(t: &Tensor, grad_fn: NodeRef, output_nr: u32) -> Result<()> {
     if let Some(view) = &meta.view {
         view.set_attr_version(t.version());
     }
-    t.set_requires_grad(true)
+    // Any dtype: the generated kernels refuse fresh integral outputs before they get here
+    // (`set_differentiable_history`); an in-place call keeps its integral `self`.
+    t.set_requires_grad_by_history()
 }
 
 /// `t.grad`.

@@ -87,7 +87,7 @@ pub fn edges_opt_list(ts: &[Option<Tensor>]) -> Result<Vec<Edge>> {
 }
 
 /// Makes `t` output `nr` of `node`, if its dtype can carry gradients (integer and bool
-/// outputs never require grad).
+/// outputs are left without history, as PyTorch's autograd fallback leaves them).
 pub fn set_output_history(t: &Tensor, node: &NodeRef, nr: u32) -> Result<()> {
     if t.dtype().is_floating_point() {
         meta::set_history(t, node.clone(), nr)?;
@@ -105,6 +105,36 @@ pub fn set_output_history_owned(t: &Tensor, node: NodeRef, nr: u32) -> Result<()
     Ok(())
 }
 
+/// PyTorch's `set_history` in a generated Autograd kernel: makes `t` output `nr` of `node`,
+/// refusing an output whose dtype cannot carry gradients ("Autograd not support dtype:
+/// Long"): a differentiable operator whose output is integral while an input requires grad
+/// (`bernoulli` of an integral tensor with a probability that requires grad, `sum` with an
+/// integral `dtype=`). Operators whose output may be integral say when it is differentiable
+/// in their derivatives.yaml entry (`_to_copy`'s `output_differentiability` condition).
+pub fn set_differentiable_history(t: &Tensor, node: &NodeRef, nr: u32) -> Result<()> {
+    check_differentiable_dtype(t)?;
+    meta::set_history(t, node.clone(), nr)
+}
+
+/// [`set_differentiable_history`] for the last output, which takes the node.
+#[inline]
+pub fn set_differentiable_history_owned(t: &Tensor, node: NodeRef, nr: u32) -> Result<()> {
+    check_differentiable_dtype(t)?;
+    meta::set_history(t, node, nr)
+}
+
+#[inline]
+fn check_differentiable_dtype(t: &Tensor) -> Result<()> {
+    if t.dtype().is_floating_point() {
+        Ok(())
+    } else {
+        Err(Error::runtime(format!(
+            "Autograd not support dtype: {}",
+            t.dtype()
+        )))
+    }
+}
+
 /// Refuses an in-place change of an inference tensor outside inference mode (an inference
 /// tensor has no version counter to bump).
 pub fn check_version_bump(t: &Tensor) -> Result<()> {
@@ -119,6 +149,47 @@ pub fn check_version_bump(t: &Tensor) -> Result<()> {
 /// PyTorch's error for an out= call whose arguments require grad (one message with the
 /// out= wrappers generated for external backends' autograd kernels).
 pub use switchyard_ops::runtime::out_requires_grad_error;
+
+/// PyTorch's error for an argument without a formula that requires grad.
+pub use switchyard_ops::runtime::not_differentiable_error;
+
+/// torchgen's `check_no_requires_grad`: with grad mode on, refuses a tensor argument that
+/// requires grad when the operator's derivatives.yaml entry gives it no formula (`argument`
+/// is its schema name, `function` the operator's C++ name).
+#[inline]
+pub fn check_no_requires_grad(t: &Tensor, argument: &str, function: &str) -> Result<()> {
+    if requires_grad(t) && is_grad_enabled() {
+        return Err(not_differentiable_error(function, argument));
+    }
+    Ok(())
+}
+
+/// [`check_no_requires_grad`] for an optional tensor argument.
+#[inline]
+pub fn check_no_requires_grad_opt(
+    t: Option<&Tensor>,
+    argument: &str,
+    function: &str,
+) -> Result<()> {
+    t.map_or(Ok(()), |t| check_no_requires_grad(t, argument, function))
+}
+
+/// [`check_no_requires_grad`] for every tensor of a list.
+pub fn check_no_requires_grad_list(ts: &[Tensor], argument: &str, function: &str) -> Result<()> {
+    ts.iter()
+        .try_for_each(|t| check_no_requires_grad(t, argument, function))
+}
+
+/// [`check_no_requires_grad`] for every present tensor of a list of optional tensors.
+pub fn check_no_requires_grad_opt_list(
+    ts: &[Option<Tensor>],
+    argument: &str,
+    function: &str,
+) -> Result<()> {
+    ts.iter()
+        .flatten()
+        .try_for_each(|t| check_no_requires_grad(t, argument, function))
+}
 
 /// Whether any of the node's outputs in `range` is needed by the running pass.
 pub fn range_needed(core: &NodeCore, range: &Range<usize>) -> bool {

@@ -110,8 +110,13 @@ pub struct DifferentiabilityInfo {
     pub args_with_derivatives: Vec<String>,
     /// Inputs declared `non_differentiable`.
     pub non_differentiable_arg_names: Vec<String>,
-    /// `output_differentiability`, when given.
+    /// `output_differentiability`, when given (`[true]` when it is a condition).
     pub output_differentiability: Option<Vec<bool>>,
+    /// torchgen's `output_differentiability_conditions`: `output_differentiability` given as
+    /// one string, a Rust `bool` expression over the arguments (`_to_copy`'s
+    /// `dtype.is_none_or(|d| d.is_floating_point())`), for single-output operators: the output
+    /// requires grad only when it holds (and an input requires grad).
+    pub output_differentiability_conditions: Option<Vec<String>>,
     /// Saved argument values, deduplicated across formulas.
     pub all_saved_inputs: Vec<SavedAttr>,
     /// Saved output values, deduplicated across formulas.
@@ -457,6 +462,7 @@ impl Ctx<'_> {
         let line = item.line;
         let mut spec = None;
         let mut output_differentiability = None;
+        let mut output_differentiability_conditions = None;
         let mut formulas: Vec<(String, String, usize)> = Vec::new();
         for (k, v) in pairs {
             let Some(key) = k.as_str() else {
@@ -469,7 +475,9 @@ impl Ctx<'_> {
             match key {
                 "name" => spec = v.as_str().map(str::to_owned),
                 "output_differentiability" => {
-                    output_differentiability = Some(self.output_differentiability(v)?);
+                    let (od, conditions) = self.output_differentiability(v, spec.as_deref())?;
+                    output_differentiability = Some(od);
+                    output_differentiability_conditions = conditions;
                 }
                 "dispatch" => {
                     self.err(v.line, "derivatives.yaml: per-dispatch-key formulas (`dispatch:`) are not supported".to_string());
@@ -518,16 +526,24 @@ impl Ctx<'_> {
             self.err(line, format!("Schema for {defn_name} has an argument named result, but this is only allowed for outputs.Please use a different name in native_functions.yaml."));
             return None;
         }
-        self.set_up(
+        let mut info = self.set_up(
             defn_name,
             schema_idx,
             line,
             formulas,
             output_differentiability,
-        )
+        )?;
+        info.output_differentiability_conditions = output_differentiability_conditions;
+        Some(info)
     }
 
-    fn output_differentiability(&mut self, v: &Node) -> Option<Vec<bool>> {
+    /// The booleans of `output_differentiability`, or torchgen's single condition (a string,
+    /// which stands for `[True]` plus the condition).
+    fn output_differentiability(
+        &mut self,
+        v: &Node,
+        spec: Option<&str>,
+    ) -> Option<(Vec<bool>, Option<Vec<String>>)> {
         let Value::Seq(items) = &v.value else {
             self.err(
                 v.line,
@@ -539,16 +555,34 @@ impl Ctx<'_> {
             return None;
         };
         let mut out = Vec::new();
+        let mut conditions = Vec::new();
         for i in items {
-            match i.value {
-                Value::Bool(b) => out.push(b),
+            match &i.value {
+                Value::Bool(b) => out.push(*b),
+                Value::Str(c) => conditions.push(c.clone()),
                 _ => {
-                    self.err(i.line, "Not supported: output_differentiability conditions (strings); give a list of booleans".to_string());
+                    self.err(
+                        i.line,
+                        format!(
+                            "output_differentiability must be a list of booleans or conditions (strings), got {}",
+                            i.py_str()
+                        ),
+                    );
                     return None;
                 }
             }
         }
-        Some(out)
+        if conditions.is_empty() {
+            return Some((out, None));
+        }
+        if items.len() != 1 {
+            self.err(v.line, format!(
+                "Not supported: for {},output_differentiability must either be List[bool] or a List[str] where each str is a condition. In the case where it is a condition, we only support single-output functions. Please file us an issue. ",
+                spec.unwrap_or_default()
+            ));
+            return None;
+        }
+        Some((vec![true], Some(conditions)))
     }
 
     fn set_up(
@@ -655,27 +689,9 @@ impl Ctx<'_> {
         }
         self.check_forward(&defn_name, &forward, &with_derivatives, &derivatives, line)?;
         self.check_grad_usage(&defn_name, &derivatives, line)?;
-        // Every differentiable input needs a formula or an explicit `non_differentiable`
-        // (stricter than torchgen, which defers this to a runtime check).
-        let has_formulas = !derivatives.is_empty();
-        let outputs_differentiable = output_differentiability
-            .as_ref()
-            .is_none_or(|od| od.iter().any(|b| *b));
-        if has_formulas || outputs_differentiable {
-            for a in &f.arguments {
-                if differentiable_type(&a.ty)
-                    && !a.is_out
-                    && !with_derivatives.contains(&a.name)
-                    && !non_differentiable.contains(&a.name)
-                {
-                    self.err(line, format!(
-                        "derivatives.yaml entry for {defn_name} gives no formula for the differentiable input '{}'; give one or mark it non_differentiable",
-                        a.name
-                    ));
-                    return None;
-                }
-            }
-        }
+        // A tensor input given neither a formula nor `non_differentiable` is accepted, as
+        // torchgen accepts it: the operator's Autograd kernel refuses it at the call when it
+        // requires grad (`check_no_requires_grad`, emitted by `emit::autograd`).
         let args_with_derivatives: Vec<String> = f
             .arguments
             .iter()
@@ -703,6 +719,7 @@ impl Ctx<'_> {
             args_with_derivatives,
             non_differentiable_arg_names: non_differentiable,
             output_differentiability,
+            output_differentiability_conditions: None,
         })
     }
 

@@ -546,6 +546,22 @@ impl Tensor {
         self.0.requires_grad.load(Ordering::Acquire)
     }
 
+    /// Marks a tensor that autograd has given a history (a `grad_fn`) as requiring grad,
+    /// whatever its dtype: PyTorch's `requires_grad()` of a non-leaf is `grad_fn != null`,
+    /// and an in-place operation of a differentiable operator records a history on an
+    /// integral `self` too (`bernoulli_` with a probability that requires grad); only leaves
+    /// are limited to floating dtypes ([`Tensor::set_requires_grad`]).
+    pub fn set_requires_grad_by_history(&self) -> Result<()> {
+        if self.is_inference() {
+            bail!(
+                RuntimeError,
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."
+            );
+        }
+        self.0.requires_grad.store(true, Ordering::Release);
+        Ok(())
+    }
+
     /// Sets `requires_grad`; only floating-point tensors can require gradients.
     pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
         if requires_grad && !self.dtype().is_floating_point() {

@@ -152,6 +152,15 @@ pub fn out_requires_grad_error(name: &str) -> Error {
     ))
 }
 
+/// PyTorch's error (`check_no_requires_grad`, VariableTypeUtils.h) for a tensor argument that
+/// requires grad where the operator's derivatives.yaml entry gives it no formula: `function`
+/// is the operator's C++ name (`native_batch_norm`), `argument` the schema's argument name.
+pub fn not_differentiable_error(function: &str, argument: &str) -> Error {
+    Error::runtime(format!(
+        "The function '{function}' is not differentiable with respect to argument '{argument}'. This input cannot have requires_grad True."
+    ))
+}
+
 /// The check of an out= wrapper generated at an external backend's `Autograd<backend>` key
 /// (for a group whose functional kernel the backend lists under `autograd:`): with grad mode
 /// on, arguments that require grad (`requires_grad`, computed by the wrapper over every

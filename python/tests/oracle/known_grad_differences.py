@@ -15,11 +15,6 @@ _TORCH_OUT_BUG = (
     "its autograd fallback the resized outs keep the input's metadata and backward fails with "
     "\"Function MulBackward0 returned an invalid gradient...\"; switchyard refuses the call "
     "(out= with an input requiring grad)")
-_NOT_DIFFERENTIABLE_INPUT = (
-    "bug (autograd codegen): PyTorch refuses an input its derivatives.yaml entry marks "
-    "non-differentiable when it requires grad (\"The function 'native_batch_norm' is not "
-    "differentiable with respect to argument 'running_mean'. This input cannot have "
-    "requires_grad True.\", torchgen's check_no_requires_grad); switchyard runs the call")
 _EXTRA_FORMULA = (
     "justified (for the lead to confirm): PyTorch has no derivative for this overload (its "
     "backward raises \"derivative for aten::X is not implemented\"); switchyard's "
@@ -49,57 +44,14 @@ KNOWN = {
         "is 1 at elements 0 and 5 only; PyTorch passes the gradient at 1-4 and zeroes 0 and 5 "
         "(x = arange(6).view(2, 3), w = arange(1, 7): PyTorch [[0, 2, 3], [4, 5, 0]], the "
         "derivative [[1, 0, 0], [0, 0, 6]]); switchyard's is the derivative"),
-    **{f"{o}/*/grad_buffers": _NOT_DIFFERENTIABLE_INPUT for o in (
-        "_batch_norm_impl_index.default", "batch_norm.default", "native_batch_norm.default",
-        "_native_batch_norm_legit_functional.default",
-        "_native_batch_norm_legit_no_training.default",
-        "_fused_moving_avg_obs_fq_helper_functional.default")},
-    "instance_norm.default/*/grad_buffers": (
-        "bug (autograd): PyTorch refuses running_mean requiring grad (\"The function "
-        "'native_batch_norm' is not differentiable with respect to argument 'running_mean'...\"); "
-        "switchyard raises \"a view of a leaf Variable that requires grad is being used in an "
-        "in-place operation.\" (its decomposition writes the running stats through a view)"),
-    **{f"{o}/float32/contig/weight/grad": (
-        "bug (autograd codegen): PyTorch refuses a class weight that requires grad at the call "
-        "(\"The function 'nll_loss_forward' is not differentiable with respect to argument "
-        "'weight'...\"); switchyard runs it and its backward raises \"the derivative for "
-        "'weight of nll_loss_forward' is not implemented.\"") for o in (
-        "cross_entropy_loss.default", "nll_loss.default", "nll_loss_forward.default",
-        "nll_loss_nd.default")},
     "bernoulli.p/*": _EXTRA_FORMULA,
     "normal_functional.default/*": _EXTRA_FORMULA,
     "copy.default/*": _EXTRA_FORMULA,
     "remainder.Scalar_Tensor/*": _EXTRA_FORMULA,
     "scatter.value_reduce/*": _EXTRA_FORMULA,
     "scatter_.value_reduce/*": _EXTRA_FORMULA,
-    "scatter.reduce/*": (
-        "bug (derivatives.yaml): PyTorch has no derivative for scatter with reduce= (\"derivative "
-        "for aten::scatter is not implemented\"); switchyard's ScatterBackward2 returns a "
-        "gradient of the wrong shape for src (\"Function ScatterBackward2 returned an invalid "
-        "gradient at index 1 - got [2, 2] but expected shape compatible with [2, 3]\")"),
-    "scatter_.reduce/*": (
-        "bug (derivatives.yaml): PyTorch has no derivative for scatter_ with reduce= "
-        "(\"derivative for aten::scatter_ is not implemented\"); switchyard's ScatterBackward2 "
-        "returns a gradient of the wrong shape for src"),
-    "resize.default/*": (
-        "bug (autograd fallback): backward through an operator without a derivative raises "
-        "NotImplementedError \"the derivative for 'resize' is not implemented.\" where "
-        "PyTorch's autograd fallback raises RuntimeError \"derivative for aten::resize is not "
-        "implemented\""),
-    "bernoulli.Tensor/[ib][no]*/contig/grad": (
-        "bug (autograd): with an integral self and p requiring grad, PyTorch refuses at the call "
-        "(\"Autograd not support dtype: Long\" / \"Bool\"); switchyard runs it"),
-    "bernoulli_.Tensor/[ib][no]*/contig/grad": (
-        "bug (autograd): in-place bernoulli_ of an integral self with p requiring grad raises "
-        "\"only Tensors of floating point dtype can require gradients\"; PyTorch runs it (the "
-        "result does not require grad)"),
     "set.source_Tensor/*": _SET,
     "set.source_Tensor_out/*": _SET,
-    **{f"{o}/*": (
-        "bug (derivatives.yaml): PyTorch has no derivative for scatter with reduce=, so its "
-        "out= overload runs through the autograd fallback (\"derivative for aten::scatter is "
-        "not implemented\" at backward); switchyard's entry makes it refuse the out= call")
-       for o in ("scatter.reduce_out", "scatter.value_reduce_out")},
     "set_.source_Tensor/*": _SET,
     "sort.default/float32/large/grad": _UNSTABLE_SORT,
     "sort.stable/float32/large/grad": _UNSTABLE_SORT,
@@ -146,12 +98,6 @@ KNOWN_GRAD_FN = {
        + _each(["scatter_.value_reduce"], _SCATTER)
        + _each(["bernoulli.p", "normal_functional.default"],
                _CONTIG + ["float32/slice/grad"])},
-    **{k: "bug: " + _NOT_IMPLEMENTED_NODE for k in
-       _each(["scatter.reduce"], _SCATTER + ["float32/slice/grad"])
-       + _each(["scatter_.reduce"], _SCATTER)},
-    **{k: ("bug (naming): PyTorch's resize has no derivative (torch::autograd::NotImplemented "
-           "node); switchyard's output has a ResizeBackward0 node whose backward raises")
-       for k in _each(["resize.default"], _CONTIG + ["float32/slice/grad"])},
     **{f"{o}/float32/{k}/grad": (
         "bug (naming): reshape of a non-contiguous tensor that can be viewed records "
         "ReshapeAliasBackward0 in PyTorch (its reshape calls _reshape_alias); switchyard "

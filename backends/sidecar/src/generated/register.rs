@@ -33,7 +33,6 @@ pub fn register<K: SidecarNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("empty.memory_format", Kernel::typed::<op::empty_memory_format>(wrapper_PrivateUse1_empty_memory_format::<K>).debug("wrapper_PrivateUse1_empty_memory_format").for_key(DispatchKey::PrivateUse1))?;
     lib.impl_("empty.out", Kernel::typed::<op::empty_out>(wrapper_PrivateUse1_empty_out::<K>).debug("wrapper_PrivateUse1_empty_out").for_key(DispatchKey::PrivateUse1))?;
     lib.impl_("relu", Kernel::typed::<op::relu>(wrapper_AutogradPrivateUse1_relu::<K>).debug("wrapper_AutogradPrivateUse1_relu").for_key(DispatchKey::AutogradPrivateUse1))?;
-    lib.impl_("relu.out", Kernel::typed::<op::relu_out>(wrapper_AutogradPrivateUse1_relu_out::<K>).debug("wrapper_AutogradPrivateUse1_relu_out").for_key(DispatchKey::AutogradPrivateUse1))?;
     lib.impl_("relu_", Kernel::typed::<op::relu_>(wrapper_AutogradPrivateUse1_relu_::<K>).debug("wrapper_AutogradPrivateUse1_relu_").for_key(DispatchKey::AutogradPrivateUse1))?;
     Ok(())
 }
@@ -148,14 +147,6 @@ fn wrapper_PrivateUse1_empty_out<K: SidecarNativeFunctions>(_ks: DispatchKeySet,
 /// `relu(Tensor self) -> Tensor` (the backend's kernel)
 fn wrapper_AutogradPrivateUse1_relu<K: SidecarNativeFunctions>(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     K::relu(ks, self_)
-}
-
-/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
-fn wrapper_AutogradPrivateUse1_relu_out<K: SidecarNativeFunctions>(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    switchyard_ops::runtime::check_backend_autograd_out("relu", self_.requires_grad() || out.requires_grad())?;
-    let functional_result = K::relu(ks, self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
-    Ok(out.clone())
 }
 
 /// `relu_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)

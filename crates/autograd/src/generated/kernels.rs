@@ -196,7 +196,7 @@ pub(crate) fn autograd_as_strided(ks: DispatchKeySet, (self_, size, stride, stor
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -275,7 +275,7 @@ pub(crate) fn autograd_baddbmm(ks: DispatchKeySet, (self_, batch1, batch2, beta,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -364,7 +364,7 @@ pub(crate) fn autograd_bmm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -412,7 +412,7 @@ pub(crate) fn autograd_cat(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64))
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -459,14 +459,14 @@ pub(crate) fn autograd_block_diag(ks: DispatchKeySet, (tensors,): (&[Tensor],)) 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
 
 /// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
 pub(crate) fn autograd_copy(ks: DispatchKeySet, (self_, src, non_blocking): (&Tensor, &Tensor, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src)) && (self_.dtype().is_floating_point());
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
@@ -486,7 +486,7 @@ pub(crate) fn autograd_copy(ks: DispatchKeySet, (self_, src, non_blocking): (&Te
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -527,7 +527,7 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -616,7 +616,7 @@ pub(crate) fn autograd_cumsum(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -703,7 +703,7 @@ pub(crate) fn autograd_diagonal(ks: DispatchKeySet, (self_, offset, dim1, dim2):
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -804,7 +804,7 @@ pub(crate) fn autograd_expand(ks: DispatchKeySet, (self_, size, implicit): (&Ten
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -837,7 +837,7 @@ pub(crate) fn autograd_fill_Scalar(ks: DispatchKeySet, (self_, value): (&Tensor,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -862,7 +862,7 @@ pub(crate) fn autograd_fill_Tensor(ks: DispatchKeySet, (self_, value): (&Tensor,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -961,7 +961,7 @@ pub(crate) fn autograd_index_Tensor(ks: DispatchKeySet, (self_, indices): (&Tens
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1049,7 +1049,7 @@ pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_flo
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1098,7 +1098,7 @@ pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1147,7 +1147,7 @@ pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1199,8 +1199,8 @@ pub(crate) fn autograd_aminmax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
         node.min = SavedVariable::output(&result0, 0u32)?;
         node.max = SavedVariable::output(&result1, 0u32 + 1)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result0, &node, 0u32)?;
-        set_output_history_owned(&result1, node, 0u32 + 1)?;
+        set_differentiable_history(&result0, &node, 0u32)?;
+        set_differentiable_history_owned(&result1, node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -1249,7 +1249,7 @@ pub(crate) fn autograd_mm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor))
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1297,7 +1297,7 @@ pub(crate) fn autograd_narrow_copy(ks: DispatchKeySet, (self_, dim, start, lengt
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1342,7 +1342,7 @@ pub(crate) fn autograd_permute(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i6
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1378,7 +1378,7 @@ pub(crate) fn autograd_select_int(ks: DispatchKeySet, (self_, dim, index): (&Ten
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1416,7 +1416,7 @@ pub(crate) fn autograd_slice_Tensor(ks: DispatchKeySet, (self_, dim, start, end,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1455,7 +1455,7 @@ pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1483,7 +1483,7 @@ pub(crate) fn autograd_select_scatter(ks: DispatchKeySet, (self_, src, dim, inde
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1512,7 +1512,7 @@ pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1540,7 +1540,7 @@ pub(crate) fn autograd_as_strided_scatter(ks: DispatchKeySet, (self_, src, size,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1568,7 +1568,7 @@ pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float):
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1616,7 +1616,7 @@ pub(crate) fn autograd_split_Tensor(ks: DispatchKeySet, (self_, split_size, dim)
         result.iter().for_each(|t| node.core.add_input_metadata(t));
         let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
-            set_output_history(t, &node, 0u32 + i as u32)?;
+            set_differentiable_history(t, &node, 0u32 + i as u32)?;
         }
     }
     Ok(result)
@@ -1654,7 +1654,7 @@ pub(crate) fn autograd_split_with_sizes(ks: DispatchKeySet, (self_, split_sizes,
         result.iter().for_each(|t| node.core.add_input_metadata(t));
         let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
-            set_output_history(t, &node, 0u32 + i as u32)?;
+            set_differentiable_history(t, &node, 0u32 + i as u32)?;
         }
     }
     Ok(result)
@@ -1689,7 +1689,7 @@ pub(crate) fn autograd_squeeze(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1724,7 +1724,7 @@ pub(crate) fn autograd_squeeze_dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1759,7 +1759,7 @@ pub(crate) fn autograd_squeeze_dims(ks: DispatchKeySet, (self_, dim): (&Tensor, 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1909,7 +1909,7 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1939,7 +1939,7 @@ pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dt
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1983,7 +1983,7 @@ pub(crate) fn autograd_t(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Ten
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2054,7 +2054,7 @@ pub(crate) fn autograd_transpose_int(ks: DispatchKeySet, (self_, dim0, dim1): (&
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2126,7 +2126,7 @@ pub(crate) fn autograd_flip(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2152,7 +2152,7 @@ pub(crate) fn autograd_roll(ks: DispatchKeySet, (self_, shifts, dims): (&Tensor,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2177,7 +2177,7 @@ pub(crate) fn autograd__unsafe_view(ks: DispatchKeySet, (self_, size): (&Tensor,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2202,7 +2202,7 @@ pub(crate) fn autograd_unsqueeze(ks: DispatchKeySet, (self_, dim): (&Tensor, i64
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2272,7 +2272,7 @@ pub(crate) fn autograd_clone(ks: DispatchKeySet, (self_, memory_format): (&Tenso
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2358,7 +2358,7 @@ pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2426,7 +2426,7 @@ pub(crate) fn autograd_unbind_int(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
         result.iter().for_each(|t| node.core.add_input_metadata(t));
         let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
-            set_output_history(t, &node, 0u32 + i as u32)?;
+            set_differentiable_history(t, &node, 0u32 + i as u32)?;
         }
     }
     Ok(result)
@@ -2443,7 +2443,7 @@ pub(crate) fn inplace_or_view_unbind_int(ks: DispatchKeySet, (self_, dim): (&Ten
 
 /// `_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, non_blocking, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, bool, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
+    let requires_grad = is_grad_enabled() && (rg(self_)) && (dtype.is_none_or(|d| d.is_floating_point()));
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
@@ -2462,7 +2462,7 @@ pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, devic
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2487,7 +2487,7 @@ pub(crate) fn autograd_view(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2541,7 +2541,7 @@ pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src):
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2626,7 +2626,7 @@ pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, val
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2691,17 +2691,13 @@ pub(crate) fn inplace_or_view_scatter_value_out(ks: DispatchKeySet, (self_, dim,
 
 /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
 pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, index)?;
         push_edge(&mut next_edges, src)?;
-        Some(ScatterBackward2 {
-            reduce: reduce.to_string(),
-            dim: dim,
-            index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
-            core: NodeCore::with_edges(next_edges),
-        })
+        Some(NotImplemented::new("aten::scatter", next_edges))
     } else {
         None
     };
@@ -2719,18 +2715,14 @@ pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, sr
 
 /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
 pub(crate) fn autograd_scatter__reduce(ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
     check_inplace(self_, requires_grad)?;
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, index)?;
         push_edge(&mut next_edges, src)?;
-        Some(ScatterBackward2 {
-            reduce: reduce.to_string(),
-            dim: dim,
-            index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
-            core: NodeCore::with_edges(next_edges),
-        })
+        Some(NotImplemented::new("aten::scatter_", next_edges))
     } else {
         None
     };
@@ -2758,15 +2750,6 @@ pub(crate) fn inplace_or_view_scatter__reduce(ks: DispatchKeySet, (self_, dim, i
 }
 
 /// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_scatter_reduce_out(ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(src) || rg(out)) {
-        return Err(out_requires_grad_error("scatter"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::scatter_reduce_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src, reduce, out)
-}
-
-/// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_scatter_reduce_out(ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -2783,7 +2766,7 @@ pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, ind
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
-        Some(ScatterBackward3 {
+        Some(ScatterBackward2 {
             reduce: reduce.to_string(),
             core: NodeCore::with_edges(next_edges),
         })
@@ -2797,7 +2780,7 @@ pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, ind
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2809,7 +2792,7 @@ pub(crate) fn autograd_scatter__value_reduce(ks: DispatchKeySet, (self_, dim, in
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
-        Some(ScatterBackward3 {
+        Some(ScatterBackward2 {
             reduce: reduce.to_string(),
             core: NodeCore::with_edges(next_edges),
         })
@@ -2837,15 +2820,6 @@ pub(crate) fn inplace_or_view_scatter__value_reduce(ks: DispatchKeySet, (self_, 
     };
     self_.bump_version();
     Ok(result)
-}
-
-/// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_scatter_value_reduce_out(ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("scatter"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::scatter_value_reduce_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, value, reduce, out)
 }
 
 /// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
@@ -2881,7 +2855,7 @@ pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src):
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3095,7 +3069,7 @@ pub(crate) fn autograd_triu(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3140,7 +3114,7 @@ pub(crate) fn autograd_tril(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3187,7 +3161,7 @@ pub(crate) fn autograd_index_select(ks: DispatchKeySet, (self_, dim, index): (&T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3233,7 +3207,7 @@ pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3306,7 +3280,7 @@ pub(crate) fn autograd_gather(ks: DispatchKeySet, (self_, dim, index, sparse_gra
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3356,7 +3330,7 @@ pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted)
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -3436,7 +3410,7 @@ pub(crate) fn autograd_unfold(ks: DispatchKeySet, (self_, dimension, size, step)
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3469,7 +3443,7 @@ pub(crate) fn autograd_alias(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3526,7 +3500,7 @@ pub(crate) fn autograd_mse_loss(ks: DispatchKeySet, (self_, target, reduction): 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3555,15 +3529,15 @@ pub(crate) fn inplace_or_view_nll_loss_forward_output(ks: DispatchKeySet, (self_
 
 /// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
 pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index): (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<(Tensor, Tensor)> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt(weight));
+    let requires_grad = is_grad_enabled() && (rg(self_));
+    check_no_requires_grad_opt(weight, "weight", "nll_loss_forward")?;
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
-        push_edge_opt(&mut next_edges, weight)?;
         Some(NllLossBackward0 {
             self_geometry: TensorGeometry::of(self_),
             target: if next_edges[0].is_valid() { SavedVariable::new(&target, false)? } else { SavedVariable::empty() },
-            weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            weight: if next_edges[0].is_valid() { weight.map(|t| SavedVariable::new(t, false)).transpose()? } else { None },
             reduction: reduction,
             ignore_index: ignore_index,
             total_weight: SavedVariable::empty(),
@@ -3580,7 +3554,7 @@ pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weig
         node.core.add_input_metadata(&result0);
         node.total_weight = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -3630,7 +3604,7 @@ pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, strid
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3679,7 +3653,7 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
         node.core.add_input_metadata(&result0);
         node.result1 = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -3709,7 +3683,7 @@ pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, 
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3757,7 +3731,7 @@ pub(crate) fn autograd_as_strided_copy(ks: DispatchKeySet, (self_, size, stride,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3785,7 +3759,7 @@ pub(crate) fn autograd_diagonal_copy(ks: DispatchKeySet, (self_, offset, dim1, d
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3810,7 +3784,7 @@ pub(crate) fn autograd_expand_copy(ks: DispatchKeySet, (self_, size, implicit): 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3835,7 +3809,7 @@ pub(crate) fn autograd_permute_copy(ks: DispatchKeySet, (self_, dims): (&Tensor,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3862,7 +3836,7 @@ pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3913,7 +3887,7 @@ pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3941,7 +3915,7 @@ pub(crate) fn autograd_split_copy_Tensor(ks: DispatchKeySet, (self_, split_size,
         result.iter().for_each(|t| node.core.add_input_metadata(t));
         let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
-            set_output_history(t, &node, 0u32 + i as u32)?;
+            set_differentiable_history(t, &node, 0u32 + i as u32)?;
         }
     }
     Ok(result)
@@ -3970,7 +3944,7 @@ pub(crate) fn autograd_split_with_sizes_copy(ks: DispatchKeySet, (self_, split_s
         result.iter().for_each(|t| node.core.add_input_metadata(t));
         let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
-            set_output_history(t, &node, 0u32 + i as u32)?;
+            set_differentiable_history(t, &node, 0u32 + i as u32)?;
         }
     }
     Ok(result)
@@ -3996,7 +3970,7 @@ pub(crate) fn autograd_squeeze_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) ->
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4022,7 +3996,7 @@ pub(crate) fn autograd_squeeze_copy_dim(ks: DispatchKeySet, (self_, dim): (&Tens
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4048,7 +4022,7 @@ pub(crate) fn autograd_squeeze_copy_dims(ks: DispatchKeySet, (self_, dim): (&Ten
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4072,7 +4046,7 @@ pub(crate) fn autograd_t_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4098,7 +4072,7 @@ pub(crate) fn autograd_transpose_copy_int(ks: DispatchKeySet, (self_, dim0, dim1
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4123,7 +4097,7 @@ pub(crate) fn autograd_unsqueeze_copy(ks: DispatchKeySet, (self_, dim): (&Tensor
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4149,7 +4123,7 @@ pub(crate) fn autograd_unbind_copy_int(ks: DispatchKeySet, (self_, dim): (&Tenso
         result.iter().for_each(|t| node.core.add_input_metadata(t));
         let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
-            set_output_history(t, &node, 0u32 + i as u32)?;
+            set_differentiable_history(t, &node, 0u32 + i as u32)?;
         }
     }
     Ok(result)
@@ -4232,7 +4206,7 @@ pub(crate) fn autograd_view_copy(ks: DispatchKeySet, (self_, size): (&Tensor, &[
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4268,7 +4242,7 @@ pub(crate) fn autograd_unfold_backward(ks: DispatchKeySet, (grad_in, input_sizes
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4296,7 +4270,7 @@ pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4320,7 +4294,7 @@ pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4344,7 +4318,7 @@ pub(crate) fn autograd_lift(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4368,7 +4342,7 @@ pub(crate) fn autograd_lift_fresh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4392,7 +4366,7 @@ pub(crate) fn autograd_lift_fresh_copy(ks: DispatchKeySet, (self_,): (&Tensor,))
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4419,7 +4393,7 @@ pub(crate) fn autograd_dot(ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tenso
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4494,7 +4468,7 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
         node.result1 = SavedVariable::new(&result1, false)?;
         node.result2 = SavedVariable::new(&result2, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1, result2))
 }
@@ -4502,6 +4476,8 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
 /// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
 pub(crate) fn autograd_native_batch_norm(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
+    check_no_requires_grad_opt(running_mean, "running_mean", "native_batch_norm")?;
+    check_no_requires_grad_opt(running_var, "running_var", "native_batch_norm")?;
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, input)?;
@@ -4530,14 +4506,14 @@ pub(crate) fn autograd_native_batch_norm(ks: DispatchKeySet, (input, weight, bia
         node.result1 = SavedVariable::new(&result1, false)?;
         node.result2 = SavedVariable::new(&result2, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1, result2))
 }
 
 /// `native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
 pub(crate) fn autograd_native_batch_norm_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg(out)) {
+    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg_opt(running_mean) || rg_opt(running_var) || rg(out)) {
         return Err(out_requires_grad_error("native_batch_norm"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -4562,6 +4538,8 @@ pub(crate) fn inplace_or_view_native_batch_norm_out(ks: DispatchKeySet, (input, 
 /// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
 pub(crate) fn autograd__native_batch_norm_legit(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
+    check_no_requires_grad(running_mean, "running_mean", "_native_batch_norm_legit")?;
+    check_no_requires_grad(running_var, "running_var", "_native_batch_norm_legit")?;
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, input)?;
@@ -4590,7 +4568,7 @@ pub(crate) fn autograd__native_batch_norm_legit(ks: DispatchKeySet, (input, weig
         node.result1 = SavedVariable::new(&result1, false)?;
         node.result2 = SavedVariable::new(&result2, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1, result2))
 }
@@ -4598,6 +4576,8 @@ pub(crate) fn autograd__native_batch_norm_legit(ks: DispatchKeySet, (input, weig
 /// `_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
 pub(crate) fn autograd__native_batch_norm_legit_no_training(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
+    check_no_requires_grad(running_mean, "running_mean", "_native_batch_norm_legit_no_training")?;
+    check_no_requires_grad(running_var, "running_var", "_native_batch_norm_legit_no_training")?;
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, input)?;
@@ -4625,7 +4605,7 @@ pub(crate) fn autograd__native_batch_norm_legit_no_training(ks: DispatchKeySet, 
         node.result1 = SavedVariable::new(&result1, false)?;
         node.result2 = SavedVariable::new(&result2, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1, result2))
 }
@@ -4678,7 +4658,7 @@ pub(crate) fn autograd__native_batch_norm_legit_no_stats(ks: DispatchKeySet, (in
         node.result1 = SavedVariable::new(&result1, false)?;
         node.result2 = SavedVariable::new(&result2, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1, result2))
 }
@@ -4730,7 +4710,7 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
         node.core.add_input_metadata(&result0);
         node.result1 = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -4763,7 +4743,7 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4789,7 +4769,7 @@ pub(crate) fn autograd_add_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4871,7 +4851,7 @@ pub(crate) fn autograd_add_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4934,7 +4914,7 @@ pub(crate) fn autograd_div_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5021,7 +5001,7 @@ pub(crate) fn autograd_div_Tensor_mode(ks: DispatchKeySet, (self_, other, roundi
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5106,7 +5086,7 @@ pub(crate) fn autograd_div_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5169,7 +5149,7 @@ pub(crate) fn autograd_div_Scalar_mode(ks: DispatchKeySet, (self_, other, roundi
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5234,7 +5214,7 @@ pub(crate) fn autograd_mul_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5318,7 +5298,7 @@ pub(crate) fn autograd_mul_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5401,7 +5381,7 @@ pub(crate) fn autograd_sub_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5463,7 +5443,7 @@ pub(crate) fn autograd_sub_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5664,7 +5644,7 @@ pub(crate) fn autograd_clamp(ks: DispatchKeySet, (self_, min, max): (&Tensor, Op
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5693,7 +5673,7 @@ pub(crate) fn autograd_clamp_Tensor(ks: DispatchKeySet, (self_, min, max): (&Ten
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5839,7 +5819,7 @@ pub(crate) fn autograd_clamp_max(ks: DispatchKeySet, (self_, max): (&Tensor, Sca
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5866,7 +5846,7 @@ pub(crate) fn autograd_clamp_max_Tensor(ks: DispatchKeySet, (self_, max): (&Tens
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -6009,7 +5989,7 @@ pub(crate) fn autograd_clamp_min(ks: DispatchKeySet, (self_, min): (&Tensor, Sca
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -6036,7 +6016,7 @@ pub(crate) fn autograd_clamp_min_Tensor(ks: DispatchKeySet, (self_, min): (&Tens
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7310,7 +7290,7 @@ pub(crate) fn autograd_atan2(ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7354,7 +7334,7 @@ pub(crate) fn autograd_fmod_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7437,7 +7417,7 @@ pub(crate) fn autograd_fmod_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7520,7 +7500,7 @@ pub(crate) fn autograd_remainder_Scalar(ks: DispatchKeySet, (self_, other): (&Te
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7603,7 +7583,7 @@ pub(crate) fn autograd_remainder_Tensor(ks: DispatchKeySet, (self_, other): (&Te
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7668,7 +7648,7 @@ pub(crate) fn autograd_remainder_Scalar_Tensor(ks: DispatchKeySet, (self_, other
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7695,7 +7675,7 @@ pub(crate) fn autograd_maximum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7742,7 +7722,7 @@ pub(crate) fn autograd_minimum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7811,7 +7791,7 @@ pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): 
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7858,7 +7838,7 @@ pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7904,7 +7884,7 @@ pub(crate) fn autograd_pow_Tensor_Scalar(ks: DispatchKeySet, (self_, exponent): 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8009,7 +7989,7 @@ pub(crate) fn autograd_where_self(ks: DispatchKeySet, (condition, self_, other):
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8396,7 +8376,7 @@ pub(crate) fn autograd_bernoulli(ks: DispatchKeySet, (self_, generator): (&Tenso
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8514,7 +8494,7 @@ pub(crate) fn autograd_bernoulli_p(ks: DispatchKeySet, (self_, p, generator): (&
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8833,7 +8813,7 @@ pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8901,7 +8881,7 @@ pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, ac
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8963,7 +8943,7 @@ pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, valu
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9027,7 +9007,7 @@ pub(crate) fn autograd_masked_fill_Tensor(ks: DispatchKeySet, (self_, mask, valu
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9067,7 +9047,7 @@ pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -9115,7 +9095,7 @@ pub(crate) fn autograd_mean(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9163,7 +9143,7 @@ pub(crate) fn autograd_mean_dim(ks: DispatchKeySet, (self_, dim, keepdim, dtype)
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9212,7 +9192,7 @@ pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -9270,7 +9250,7 @@ pub(crate) fn autograd_sum(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9297,7 +9277,7 @@ pub(crate) fn autograd_sum_dim_IntList(ks: DispatchKeySet, (self_, dim, keepdim,
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9347,7 +9327,7 @@ pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correctio
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9395,7 +9375,7 @@ pub(crate) fn autograd_var_correction(ks: DispatchKeySet, (self_, dim, correctio
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9444,8 +9424,8 @@ pub(crate) fn autograd_var_mean_correction(ks: DispatchKeySet, (self_, dim, corr
         node.core.add_input_metadata(&result0);
         node.core.add_input_metadata(&result1);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result0, &node, 0u32)?;
-        set_output_history_owned(&result1, node, 0u32 + 1)?;
+        set_differentiable_history(&result0, &node, 0u32)?;
+        set_differentiable_history_owned(&result1, node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -9472,7 +9452,7 @@ pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9519,7 +9499,7 @@ pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9564,7 +9544,7 @@ pub(crate) fn autograd_abs(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9737,7 +9717,7 @@ pub(crate) fn autograd_ceil(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9818,7 +9798,7 @@ pub(crate) fn autograd_cos(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9900,7 +9880,7 @@ pub(crate) fn autograd_erf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9983,7 +9963,7 @@ pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10067,7 +10047,7 @@ pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10149,7 +10129,7 @@ pub(crate) fn autograd_floor(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10239,7 +10219,7 @@ pub(crate) fn autograd_nan_to_num(ks: DispatchKeySet, (self_, nan, posinf, negin
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10321,7 +10301,7 @@ pub(crate) fn autograd_log(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10403,7 +10383,7 @@ pub(crate) fn autograd_log1p(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10485,7 +10465,7 @@ pub(crate) fn autograd_log2(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10568,7 +10548,7 @@ pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10650,7 +10630,7 @@ pub(crate) fn autograd_neg(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10730,7 +10710,7 @@ pub(crate) fn autograd_round(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10810,7 +10790,7 @@ pub(crate) fn autograd_round_decimals(ks: DispatchKeySet, (self_, decimals): (&T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10892,7 +10872,7 @@ pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11014,7 +10994,7 @@ pub(crate) fn autograd_gelu(ks: DispatchKeySet, (self_, approximate): (&Tensor, 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11040,7 +11020,7 @@ pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11123,7 +11103,7 @@ pub(crate) fn autograd_silu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11206,7 +11186,7 @@ pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11289,7 +11269,7 @@ pub(crate) fn autograd_sin(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11372,7 +11352,7 @@ pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11456,7 +11436,7 @@ pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11540,7 +11520,7 @@ pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11622,7 +11602,7 @@ pub(crate) fn autograd_trunc(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11702,7 +11682,7 @@ pub(crate) fn autograd_sign(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11793,7 +11773,7 @@ pub(crate) fn autograd_stack(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11839,7 +11819,7 @@ pub(crate) fn autograd_repeat(ks: DispatchKeySet, (self_, repeats): (&Tensor, &[
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11864,7 +11844,7 @@ pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): 
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11892,7 +11872,7 @@ pub(crate) fn autograd_embedding(ks: DispatchKeySet, (weight, indices, padding_i
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11964,7 +11944,7 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -11992,7 +11972,7 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -12021,7 +12001,7 @@ pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Te
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -12049,6 +12029,12 @@ pub(crate) fn inplace_or_view_logsumexp_out(ks: DispatchKeySet, (self_, dim, kee
 /// `_fused_moving_avg_obs_fq_helper(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask)`
 pub(crate) fn autograd__fused_moving_avg_obs_fq_helper(ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
+    check_no_requires_grad(observer_on, "observer_on", "_fused_moving_avg_obs_fq_helper")?;
+    check_no_requires_grad(fake_quant_on, "fake_quant_on", "_fused_moving_avg_obs_fq_helper")?;
+    check_no_requires_grad(running_min, "running_min", "_fused_moving_avg_obs_fq_helper")?;
+    check_no_requires_grad(running_max, "running_max", "_fused_moving_avg_obs_fq_helper")?;
+    check_no_requires_grad(scale, "scale", "_fused_moving_avg_obs_fq_helper")?;
+    check_no_requires_grad(zero_point, "zero_point", "_fused_moving_avg_obs_fq_helper")?;
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
@@ -12067,7 +12053,7 @@ pub(crate) fn autograd__fused_moving_avg_obs_fq_helper(ks: DispatchKeySet, (self
         node.core.add_input_metadata(&result0);
         node.mask = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -12111,9 +12097,7 @@ pub(crate) fn autograd_resize(ks: DispatchKeySet, (self_, size, memory_format): 
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
-        Some(ResizeBackward0 {
-            core: NodeCore::with_edges(next_edges),
-        })
+        Some(NotImplemented::new("aten::resize", next_edges))
     } else {
         None
     };
@@ -12230,7 +12214,7 @@ pub(crate) fn autograd__index_put_impl(ks: DispatchKeySet, (self_, indices, valu
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -12364,7 +12348,7 @@ pub(crate) fn autograd_zero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -12410,7 +12394,7 @@ pub(crate) fn autograd_uniform(ks: DispatchKeySet, (self_, from, to, generator):
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -12653,6 +12637,8 @@ pub(crate) fn inplace_or_view_native_layer_norm_out(ks: DispatchKeySet, (input, 
 /// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)`
 pub(crate) fn autograd__native_batch_norm_legit_functional(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
+    check_no_requires_grad(running_mean, "running_mean", "_native_batch_norm_legit_functional")?;
+    check_no_requires_grad(running_var, "running_var", "_native_batch_norm_legit_functional")?;
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, input)?;
@@ -12681,7 +12667,7 @@ pub(crate) fn autograd__native_batch_norm_legit_functional(ks: DispatchKeySet, (
         node.result1 = SavedVariable::new(&result1, false)?;
         node.result2 = SavedVariable::new(&result2, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1, result2, result3, result4))
 }
@@ -12941,7 +12927,7 @@ pub(crate) fn autograd_bernoulli_Tensor(ks: DispatchKeySet, (self_, p, generator
     if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result, node, 0u32)?;
+        set_differentiable_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -13195,6 +13181,12 @@ pub(crate) fn inplace_or_view__fused_moving_avg_obs_fq_helper_out(ks: DispatchKe
 /// `_fused_moving_avg_obs_fq_helper_functional(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor running_min, Tensor running_max, Tensor scale, Tensor zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask, Tensor running_min_out, Tensor running_max_out, Tensor scale_out, Tensor zero_point_out)`
 pub(crate) fn autograd__fused_moving_avg_obs_fq_helper_functional(ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool)) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
+    check_no_requires_grad(observer_on, "observer_on", "_fused_moving_avg_obs_fq_helper_functional")?;
+    check_no_requires_grad(fake_quant_on, "fake_quant_on", "_fused_moving_avg_obs_fq_helper_functional")?;
+    check_no_requires_grad(running_min, "running_min", "_fused_moving_avg_obs_fq_helper_functional")?;
+    check_no_requires_grad(running_max, "running_max", "_fused_moving_avg_obs_fq_helper_functional")?;
+    check_no_requires_grad(scale, "scale", "_fused_moving_avg_obs_fq_helper_functional")?;
+    check_no_requires_grad(zero_point, "zero_point", "_fused_moving_avg_obs_fq_helper_functional")?;
     let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
@@ -13213,7 +13205,7 @@ pub(crate) fn autograd__fused_moving_avg_obs_fq_helper_functional(ks: DispatchKe
         node.core.add_input_metadata(&result0);
         node.mask = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history_owned(&result0, node, 0u32)?;
+        set_differentiable_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1, result2, result3, result4, result5))
 }

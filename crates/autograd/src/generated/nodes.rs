@@ -4804,41 +4804,6 @@ impl Node for RepeatBackward0 {
     }
 }
 
-/// The backward of `resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor`.
-pub struct ResizeBackward0 {
-    pub(crate) core: NodeCore,
-}
-
-impl Node for ResizeBackward0 {
-    fn name(&self) -> String {
-        "ResizeBackward0".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        if grads.iter().all(Option::is_none) {
-            return Ok(grad_inputs);
-        }
-        let grads: &[Grad] = &grads;
-        let self_ix = 0..1;
-        // self: not_implemented("resize")?
-        if range_needed(&this.core, &self_ix) {
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ not_implemented("resize")? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
 /// The backward of `round(Tensor self) -> Tensor`.
 pub struct RoundBackward0 {
     pub(crate) core: NodeCore,
@@ -5043,66 +5008,15 @@ impl Node for ScatterBackward1 {
     }
 }
 
-/// The backward of `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`.
+/// The backward of `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`.
 pub struct ScatterBackward2 {
     pub(crate) core: NodeCore,
     pub(crate) reduce: String,
-    pub(crate) dim: i64,
-    pub(crate) index: SavedVariable,
 }
 
 impl Node for ScatterBackward2 {
     fn name(&self) -> String {
         "ScatterBackward2".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn release_variables(&self) {
-        self.index.reset();
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        let src_ix = 1..2;
-        // self: scatter_reduce_self_backward(grad, reduce)?
-        if range_needed(&this.core, &self_ix) {
-            let reduce = this.reduce.as_str();
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ scatter_reduce_self_backward(grad, reduce)? });
-        }
-        // src: scatter_reduce_src_backward(grad, dim, index, reduce)?
-        if range_needed(&this.core, &src_ix) {
-            let dim = this.dim;
-            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
-            let reduce = this.reduce.as_str();
-            grad_inputs[src_ix.start] = IntoGrad::into_grad({ scatter_reduce_src_backward(grad, dim, index, reduce)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
-/// The backward of `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`.
-pub struct ScatterBackward3 {
-    pub(crate) core: NodeCore,
-    pub(crate) reduce: String,
-}
-
-impl Node for ScatterBackward3 {
-    fn name(&self) -> String {
-        "ScatterBackward3".into()
     }
 
     fn core(&self) -> &NodeCore {
@@ -7355,7 +7269,6 @@ impl Node for NllLossBackward0 {
             _ => return Ok(grad_inputs),
         };
         let self_ix = 0..1;
-        let weight_ix = 1..2;
         // self: nll_loss_backward(grad, TensorGeometry::of(self), target, weight, reduction, ignore_index, total_weight)?
         if range_needed(&this.core, &self_ix) {
             let self_geometry = &this.self_geometry;
@@ -7365,11 +7278,6 @@ impl Node for NllLossBackward0 {
             let ignore_index = this.ignore_index;
             let total_weight_owned = this.total_weight.unpack(&node)?; let total_weight = &total_weight_owned;
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ nll_loss_backward(grad, self_geometry, target, weight, reduction, ignore_index, total_weight)? });
-        }
-        // weight: not_implemented("weight of nll_loss_forward")?
-        if range_needed(&this.core, &weight_ix) {
-            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
-            grad_inputs[weight_ix.start] = IntoGrad::into_grad({ not_implemented("weight of nll_loss_forward")? });
         }
         Ok(grad_inputs)
     }

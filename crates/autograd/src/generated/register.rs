@@ -111,10 +111,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("scatter.value_out", Kernel::typed::<op::scatter_value_out>(autograd_scatter_value_out).debug("autograd_scatter_value_out"))?;
     lib.impl_("scatter.reduce", Kernel::typed::<op::scatter_reduce>(autograd_scatter_reduce).debug("autograd_scatter_reduce"))?;
     lib.impl_("scatter_.reduce", Kernel::typed::<op::scatter__reduce>(autograd_scatter__reduce).debug("autograd_scatter__reduce"))?;
-    lib.impl_("scatter.reduce_out", Kernel::typed::<op::scatter_reduce_out>(autograd_scatter_reduce_out).debug("autograd_scatter_reduce_out"))?;
     lib.impl_("scatter.value_reduce", Kernel::typed::<op::scatter_value_reduce>(autograd_scatter_value_reduce).debug("autograd_scatter_value_reduce"))?;
     lib.impl_("scatter_.value_reduce", Kernel::typed::<op::scatter__value_reduce>(autograd_scatter__value_reduce).debug("autograd_scatter__value_reduce"))?;
-    lib.impl_("scatter.value_reduce_out", Kernel::typed::<op::scatter_value_reduce_out>(autograd_scatter_value_reduce_out).debug("autograd_scatter_value_reduce_out"))?;
     lib.impl_("scatter_add", Kernel::typed::<op::scatter_add>(autograd_scatter_add).debug("autograd_scatter_add"))?;
     lib.impl_("scatter_add_", Kernel::typed::<op::scatter_add_>(autograd_scatter_add_).debug("autograd_scatter_add_"))?;
     lib.impl_("scatter_add.out", Kernel::typed::<op::scatter_add_out>(autograd_scatter_add_out).debug("autograd_scatter_add_out"))?;

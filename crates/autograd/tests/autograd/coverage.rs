@@ -10,8 +10,15 @@ use switchyard_schema::SchemaKind;
 /// Differentiable operators that PyTorch leaves without a formula, so that a gradient reaching
 /// them raises "derivative for aten::<op> is not implemented" (`detach_copy`: `detach` is
 /// autograd's own kernel, with no derivatives.yaml entry for its copy to inherit;
-/// `set.source_Tensor`: neither `set_` nor its autogen functional variant has an entry).
-const NO_FORMULA_IN_PYTORCH: [&str; 2] = ["detach_copy", "set.source_Tensor"];
+/// `set.source_Tensor`: neither `set_` nor its autogen functional variant has an entry;
+/// `resize`, the functional variant of `resize_`; `scatter.reduce`, whose `reduce=` PyTorch
+/// deprecates in favour of `scatter_reduce.two`).
+const NO_FORMULA_IN_PYTORCH: [&str; 4] = [
+    "detach_copy",
+    "set.source_Tensor",
+    "resize",
+    "scatter.reduce",
+];
 
 /// The functional operators of ops.yaml that take a tensor and are not
 /// CompositeImplicitAutograd (those are differentiated through their decomposition), nor

@@ -1537,17 +1537,9 @@ fn cases() -> Vec<Case> {
         },
     );
     k.add(
-        "scatter.reduce(add)",
-        "contiguous",
-        "ScatterBackward2",
-        vec![c(&[3, 4], Any, 104), c(&[3, 2], Any, 105)],
-        true,
-        move |x| one(op::scatter_reduce::call(&x[0], 1, &idx2(), &x[1], "add")?),
-    );
-    k.add(
         "scatter.value_reduce(add)",
         "contiguous",
-        "ScatterBackward3",
+        "ScatterBackward2",
         vec![c(&[3, 4], Any, 106)],
         true,
         move |x| {

@@ -13,4 +13,5 @@ mod behaviour;
 mod coverage;
 mod formulas;
 mod graphs;
+mod refusal;
 mod semantics;

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use switchyard_schema::{BaseType, SchemaKind, Type};
+use switchyard_schema::{BaseType, FunctionSchema, SchemaKind, Type};
 
 use super::input::{GenFunction, GenInput};
 use super::operators::schema_text;
@@ -53,24 +53,109 @@ pub const DONT_REQUIRE_DERIVATIVE: [&str; 20] = [
     "logical_or",
 ];
 
+/// Functional operators whose derivatives.yaml entry PyTorch does not have (a working formula
+/// kept; the gradient oracle lists them as justified): their explicit out= overloads do not
+/// take it, so that they run through the autograd fallback as PyTorch's do, instead of
+/// refusing arguments that require grad (`scatter.value_reduce_out`). Their in-place variants
+/// keep it.
+const SWITCHYARD_ONLY_FORMULAS: [&str; 1] = ["scatter.value_reduce"];
+
+/// Operators without a derivatives.yaml entry that torchgen still gives a VariableType kernel
+/// (its `RESET_GRAD_ACCUMULATOR` and `DONT_ENFORCE_SAME_TENSOR_IMPL_OR_STORAGE`, the names
+/// that occur here), whose `NotImplemented` node names them by their C++ name (`set_`) where
+/// the autograd fallback says `aten::<name>`.
+const VARIABLE_TYPE_NOT_IMPLEMENTED: [&str; 2] = ["set_", "resize_"];
+
 /// Operators with a derivatives.yaml entry in PyTorch that switchyard decomposes instead
 /// (`native_batch_norm` redispatches to `_native_batch_norm_legit`, `linear` to `addmm`): their
 /// explicit out= overloads keep PyTorch's Autograd kernel, which refuses inputs that require
 /// grad with the operator's own name.
 const OUT_OF_DECOMPOSED_DIFFERENTIABLE: [&str; 2] = ["linear", "native_batch_norm"];
 
-/// Whether an operator gets no Autograd kernel of its own and runs through the boxed
-/// fallback (`crates/autograd/src/fallback.rs`, PyTorch's `autogradNotImplementedFallback`):
-/// torchgen registers that fallback for an out= overload without a derivatives.yaml entry
-/// (autogen's out= overloads never take their functional variant's) whose outputs could be
-/// differentiable. The call runs, and a gradient reaching its outputs raises.
+/// What the Autograd kernel of an out= overload does (torchgen's `emit_body` for an out
+/// function and its `AutogradNotImplemented` registration). One rule for the generated
+/// Autograd kernels here and the out= wrappers `emit::backend` generates at an external
+/// backend's `Autograd<backend>` key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutAutograd {
+    /// No Autograd kernel: the boxed fallback (`crates/autograd/src/fallback.rs`, PyTorch's
+    /// `autogradNotImplementedFallback`) runs it and gives its outputs a node that raises at
+    /// backward. torchgen registers it for an out= overload without a derivatives.yaml entry
+    /// (autogen's out= overloads never take their functional variant's) whose outputs could
+    /// be differentiable.
+    NotImplementedFallback,
+    /// Only redispatch: the operator is not differentiable (its base name is in
+    /// `DONT_REQUIRE_DERIVATIVE`, or it has no differentiable input or output: `eq.Tensor_out`,
+    /// `argmax.out`), so the outs do not require grad.
+    Redispatch,
+    /// Refuse, before anything runs, a call where one of these arguments (differentiable
+    /// inputs, then differentiable outs) requires grad with grad mode on ("relu(): functions
+    /// with out=... arguments don't support automatic differentiation, but one of the
+    /// arguments requires grad.").
+    Refuse(Vec<String>),
+}
+
+/// The [`OutAutograd`] rule of the out= overload with schema `schema`, whose derivatives.yaml
+/// entry (its own or its functional variant's, [`out_info`]) is `info`.
+pub fn out_autograd(schema: &FunctionSchema, info: Option<&DifferentiabilityInfo>) -> OutAutograd {
+    let base = schema.name.name.base.as_str();
+    let undifferentiable = DONT_REQUIRE_DERIVATIVE.contains(&base);
+    if info.is_none()
+        && !OUT_OF_DECOMPOSED_DIFFERENTIABLE.contains(&base)
+        && !undifferentiable
+        && schema.returns.iter().any(|r| r.ty.is_tensor_like())
+    {
+        return OutAutograd::NotImplementedFallback;
+    }
+    let non_differentiable =
+        |name: &str| info.is_some_and(|i| i.non_differentiable_arg_names.iter().any(|n| n == name));
+    let inputs: Vec<String> = schema
+        .arguments
+        .iter()
+        .filter(|a| !a.is_out && a.ty.is_tensor_like() && !non_differentiable(&a.name))
+        .map(|a| a.name.clone())
+        .collect();
+    let od = info.and_then(|i| i.output_differentiability.clone());
+    let mut outs: Vec<String> = schema
+        .out_arguments()
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            a.ty.is_tensor_like()
+                && od
+                    .as_ref()
+                    .is_none_or(|od| od.get(*i).copied().unwrap_or(false))
+        })
+        .map(|(_, a)| a.name.clone())
+        .collect();
+    if info.is_some_and(|i| i.has_derivatives() && i.uses_single_grad()) {
+        outs.truncate(1);
+    }
+    // torchgen's differentiable outputs are the returns: an out= overload returning nothing
+    // (`split_copy.Tensor_out`) is never refused.
+    if schema.returns.is_empty() {
+        outs.clear();
+    }
+    if undifferentiable || inputs.is_empty() || outs.is_empty() {
+        return OutAutograd::Redispatch;
+    }
+    // torchgen checks the inputs, then the outs, with the same error: one check.
+    OutAutograd::Refuse([inputs, outs].concat())
+}
+
+/// The derivatives.yaml entry the Autograd kernel of operator `idx` uses (torchgen's
+/// `match_differentiability_info`), for [`out_autograd`].
+pub fn out_info<'a>(
+    nf: &NativeFunctions,
+    d: &'a Derivatives,
+    idx: usize,
+) -> Option<&'a DifferentiabilityInfo> {
+    find_info(nf, d, idx).0
+}
+
 fn uses_not_implemented_fallback(op: &Op<'_>) -> bool {
-    let f = op.f;
-    kind(f) == SchemaKind::Out
-        && op.info.is_none()
-        && !OUT_OF_DECOMPOSED_DIFFERENTIABLE.contains(&f.schema.name.name.base.as_str())
-        && !DONT_REQUIRE_DERIVATIVE.contains(&f.schema.name.name.base.as_str())
-        && f.schema.returns.iter().any(|r| r.ty.is_tensor_like())
+    kind(op.f) == SchemaKind::Out
+        && out_autograd(&op.f.schema, op.info) == OutAutograd::NotImplementedFallback
 }
 
 /// Operators whose ADInplaceOrView kernel is written by hand (torchgen's
@@ -121,7 +206,10 @@ fn find_info<'a>(
     let sig = f.func.signature(true, false, false);
     let functional = d.infos.iter().find(|i| {
         let g = &nf.functions[i.func].func;
-        g.kind() == SchemaKind::Functional && g.signature(true, false, false) == sig
+        g.kind() == SchemaKind::Functional
+            && g.signature(true, false, false) == sig
+            && !(f.func.kind() == SchemaKind::Out
+                && SWITCHYARD_ONLY_FORMULAS.contains(&g.name.to_string().as_str()))
     });
     if functional.is_some() {
         return (functional, true);
@@ -789,8 +877,24 @@ fn sets_history_in_place(f: &GenFunction) -> bool {
 
 /// Statements adding the input metadata of the differentiable outputs and setting their
 /// history. `inplace`: the history of `self` is rebased (an in-place operator), or set
-/// (an in-place view operator, [`sets_history_in_place`]).
-fn history(f: &GenFunction, outs: &[(String, Type, String)], inplace: bool) -> (String, String) {
+/// (an in-place view operator, [`sets_history_in_place`]). `checked`: an output whose dtype
+/// cannot carry gradients is an error (PyTorch's `set_history` in a kernel with formulas);
+/// otherwise it is left without history (the `NotImplemented` node of an operator without an
+/// entry, as the autograd fallback does).
+fn history(
+    f: &GenFunction,
+    outs: &[(String, Type, String)],
+    inplace: bool,
+    checked: bool,
+) -> (String, String) {
+    let (set, set_owned) = if checked {
+        (
+            "set_differentiable_history",
+            "set_differentiable_history_owned",
+        )
+    } else {
+        ("set_output_history", "set_output_history_owned")
+    };
     let mut meta = String::new();
     let mut hist = String::new();
     if inplace {
@@ -810,7 +914,7 @@ fn history(f: &GenFunction, outs: &[(String, Type, String)], inplace: bool) -> (
                 "        {local}.iter().for_each(|t| node.core.add_input_metadata(t));\n"
             ));
             hist.push_str(&format!(
-                "        for (i, t) in {local}.iter().enumerate() {{\n            set_output_history(t, &node, {nr} + i as u32)?;\n        }}\n"
+                "        for (i, t) in {local}.iter().enumerate() {{\n            {set}(t, &node, {nr} + i as u32)?;\n        }}\n"
             ));
             nr = format!("{nr} + {local}.len() as u32");
         } else {
@@ -819,9 +923,9 @@ fn history(f: &GenFunction, outs: &[(String, Type, String)], inplace: bool) -> (
             ));
             // The last output takes the node itself: one reference-count round trip less.
             hist.push_str(&if last {
-                format!("        set_output_history_owned(&{local}, node, {nr})?;\n")
+                format!("        {set_owned}(&{local}, node, {nr})?;\n")
             } else {
-                format!("        set_output_history(&{local}, &node, {nr})?;\n")
+                format!("        {set}(&{local}, &node, {nr})?;\n")
             });
             nr = format!("{nr} + 1");
         }
@@ -843,47 +947,16 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
             output_type(&f.schema)?
         ))
     };
-    // Out= overloads (torchgen's `emit_body` for an out function): when the operator is
-    // differentiable (a differentiable input and output, its base name not in
-    // `DONT_REQUIRE_DERIVATIVE`), refuse a differentiable input or out that requires grad;
-    // otherwise (`eq.Tensor_out`, `argmax.out`...) only redispatch, so the outs do not
-    // require grad.
+    // Out= overloads: torchgen's rule (`out_autograd`).
     if k == SchemaKind::Out {
-        let info = op.info;
-        let non_differentiable = |name: &str| {
-            info.is_some_and(|i| i.non_differentiable_arg_names.iter().any(|n| n == name))
-        };
-        let inputs: Vec<String> = f
-            .schema
-            .arguments
-            .iter()
-            .filter(|a| !a.is_out && !non_differentiable(&a.name))
-            .filter_map(|a| requires_grad_expr(&a.name, &a.ty))
-            .collect();
-        let od = info.and_then(|i| i.output_differentiability.clone());
-        let mut out_checks: Vec<String> = f
-            .schema
-            .out_arguments()
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| {
-                od.as_ref()
-                    .is_none_or(|od| od.get(*i).copied().unwrap_or(false))
-            })
-            .filter_map(|(_, a)| requires_grad_expr(&a.name, &a.ty))
-            .collect();
-        if info.is_some_and(|i| i.has_derivatives() && i.uses_single_grad()) {
-            out_checks.truncate(1);
-        }
-        // torchgen's differentiable outputs are the returns: an out= overload returning
-        // nothing (`split_copy.Tensor_out`) is never refused.
-        if f.schema.returns.is_empty() {
-            out_checks.clear();
-        }
-        let undifferentiable = DONT_REQUIRE_DERIVATIVE.contains(&base.as_str());
-        if !undifferentiable && !inputs.is_empty() && !out_checks.is_empty() {
-            // torchgen checks the inputs, then the outs, with the same error: one check here.
-            let checks = [inputs, out_checks].concat();
+        if let OutAutograd::Refuse(names) = out_autograd(&f.schema, op.info) {
+            let checks: Vec<String> = names
+                .iter()
+                .filter_map(|n| {
+                    let a = f.schema.arguments.iter().find(|a| &a.name == n)?;
+                    requires_grad_expr(&a.name, &a.ty)
+                })
+                .collect();
             body.push_str(&format!(
                 "    if is_grad_enabled() && ({}) {{\n        return Err(out_requires_grad_error({base:?}));\n    }}\n",
                 checks.join(" || ")
@@ -972,11 +1045,14 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
             for (n, t) in &tensors {
                 body.push_str(&format!("        {}\n", edges_expr(n, t)));
             }
-            // PyTorch's words: an in-place op's VariableType kernel names it by its C++ name
-            // (`set_`), the boxed fallback of the others by namespace and base name, without
-            // the overload (`aten::set`, `aten::detach_copy`).
-            let operator = if inplace {
-                crate::model::cpp_name(&f.schema)
+            // PyTorch's words: torchgen leaves an operator without an entry to the boxed
+            // autograd fallback, which names it by namespace and name without the overload
+            // (`aten::scatter_`, `aten::set`, `aten::detach_copy`), except the operators that
+            // change a tensor's storage (`set_`), whose VariableType kernel records a
+            // `NotImplemented` node named by the C++ name.
+            let cpp = crate::model::cpp_name(&f.schema);
+            let operator = if VARIABLE_TYPE_NOT_IMPLEMENTED.contains(&cpp.as_str()) {
+                cpp
             } else {
                 let ns = f.schema.name.namespace.as_deref().unwrap_or("aten");
                 format!("{ns}::{}", f.schema.name.name)
@@ -985,7 +1061,7 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
                 "        Some(NotImplemented::new({operator:?}, next_edges))\n    }} else {{\n        None\n    }};\n"
             ));
             body.push_str(&call);
-            let (meta, hist) = history(f, &outs, inplace);
+            let (meta, hist) = history(f, &outs, inplace, false);
             // The node is built before the call (its saved inputs are taken then) and shared only
             // once complete: completing it inside an `Arc` would take `Arc::get_mut`, an atomic
             // compare-exchange that costs more than moving the node.
@@ -1025,13 +1101,21 @@ fn with_node(
         .iter()
         .filter_map(|(n, t)| requires_grad_expr(n, t))
         .collect();
+    // torchgen's `output_differentiability_conditions`: `_any_requires_grad &= (cond)`.
+    let condition = info
+        .output_differentiability_conditions
+        .as_ref()
+        .and_then(|c| c.first())
+        .map(|c| format!(" && ({c})"))
+        .unwrap_or_default();
     body.push_str(&format!(
-        "    let requires_grad = is_grad_enabled() && ({});\n",
+        "    let requires_grad = is_grad_enabled() && ({}){condition};\n",
         rg.join(" || ")
     ));
     if inplace {
         body.push_str("    check_inplace(self_, requires_grad)?;\n");
     }
+    body.push_str(&no_requires_grad_checks(f, info));
     let has_list = inputs.iter().any(|(_, t)| is_list(t));
     body.push_str(
         "    let grad_fn = if requires_grad {\n        let mut next_edges = EdgeList::new();\n",
@@ -1092,7 +1176,7 @@ fn with_node(
     }
     body.push_str("            core: NodeCore::with_edges(next_edges),\n        })\n    } else {\n        None\n    };\n");
     body.push_str(call);
-    let (meta, hist) = history(f, outs, inplace);
+    let (meta, hist) = history(f, outs, inplace, true);
     // The node is built before the call (its saved inputs are taken then) and shared only
     // once complete: completing it inside an `Arc` would take `Arc::get_mut`, an atomic
     // compare-exchange that costs more than moving the node.
@@ -1135,6 +1219,41 @@ fn with_node(
     body.push_str(&hist);
     body.push_str("    }\n");
     Ok(body)
+}
+
+/// torchgen's `emit_check_no_requires_grad`: in the kernel of an entry with formulas, every
+/// tensor input the entry gives neither a formula nor `non_differentiable` (nor named
+/// `output`, which double-backward entries take without differentiating) is refused at the
+/// call when it requires grad with grad mode on ("The function 'native_batch_norm' is not
+/// differentiable with respect to argument 'running_mean'. ..."), whether or not another
+/// input requires grad. `non_differentiable` inputs are let through, as in torchgen.
+fn no_requires_grad_checks(f: &GenFunction, info: &DifferentiabilityInfo) -> String {
+    let name = crate::model::cpp_name(&f.schema);
+    let mut out = String::new();
+    for a in f.schema.arguments.iter().filter(|a| !a.is_out) {
+        if !a.ty.is_tensor_like()
+            || info.args_with_derivatives.contains(&a.name)
+            || info.non_differentiable_arg_names.contains(&a.name)
+            || a.name == "output"
+        {
+            continue;
+        }
+        let check = if a.ty.is_tensor() {
+            "check_no_requires_grad"
+        } else if a.ty.is_optional_tensor() {
+            "check_no_requires_grad_opt"
+        } else if a.ty.is_tensor_list() {
+            "check_no_requires_grad_list"
+        } else {
+            "check_no_requires_grad_opt_list"
+        };
+        out.push_str(&format!(
+            "    {check}({}, {:?}, {name:?})?;\n",
+            arg_name(&a.name),
+            a.name
+        ));
+    }
+    out
 }
 
 fn inplace_or_view_kernel(

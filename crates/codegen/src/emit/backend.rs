@@ -34,14 +34,18 @@
 //!   `Autograd<backend>` the wrappers pass their key set on to the functional autograd kernel,
 //!   and the copy runs above `ADInplaceOrView` and the autograd keys: `copy_` records the
 //!   in-place change in the graph (`self` gets the history of the result) and bumps the
-//!   version once; an out= wrapper there first refuses arguments that require grad while grad
-//!   mode is on, with the error of the generated Autograd out= kernels ("relu(): functions with
-//!   out=... arguments don't support automatic differentiation, ..."). Kernels
+//!   version once; an out= wrapper there follows the generated Autograd out= kernels' rule
+//!   (`emit::autograd::out_autograd`): it first refuses, while grad mode is on, differentiable
+//!   arguments that require grad with their error ("relu(): functions with out=... arguments
+//!   don't support automatic differentiation, ...") when the operator is differentiable, only
+//!   runs when it is not, and is not generated for an out= overload without a derivatives.yaml
+//!   entry (autogen's `relu.out`), which runs through the autograd fallback. Kernels
 //!   the backend gives are used as they are; ungrouped operators (every view) get no wrapper;
 //!   `use_out_as_primary: true` turns the wrappers off; mutable (`foo.mutable`) members never
 //!   get one.
 //! * `mod.rs`: declares both and re-exports the trait, `register` and `library`.
 
+use super::autograd::{OutAutograd, out_autograd, out_info};
 use super::input::{GenFunction, GenInput};
 use super::operators::schema_text;
 use super::registration::{
@@ -54,6 +58,7 @@ use super::rust::{
 };
 use super::writer::lines;
 use crate::backend::{BackendKey, BackendYaml};
+use crate::derivatives::Derivatives;
 use crate::{GroupedItem, NativeFunctions};
 use std::path::PathBuf;
 use switchyard_core::DispatchKey;
@@ -110,9 +115,17 @@ fn known(key: BackendKey) -> Result<DispatchKey, BackendGenError> {
 
 /// The registrations, in torchgen's order: grouped order (functional, out, in-place, mutable
 /// within a group); backend key first, then the autograd key.
+///
+/// `d`, the autograd layer's derivatives.yaml parsed against `nf`, decides the out= wrappers
+/// at the autograd key by the generated Autograd kernels' rule
+/// ([`out_autograd`](super::autograd::out_autograd)): an out= overload that the autograd
+/// fallback handles on the CPU (autogen's `relu.out`) gets no wrapper there either, so it runs
+/// through that fallback (and the backend's CPU fallback) and fails at backward. Without `d`
+/// every out= wrapper is generated and refuses arguments that require grad.
 pub fn registrations(
     yaml: &BackendYaml,
     nf: &NativeFunctions,
+    d: Option<&Derivatives>,
 ) -> Result<Vec<BackendRegistration>, BackendGenError> {
     let backend = known(yaml.backend_key)?;
     let autograd = yaml.autograd_key.map(known).transpose()?;
@@ -158,7 +171,10 @@ pub fn registrations(
                 } else {
                     None
                 };
-                if let Some(kind) = kind {
+                let fallback = kind == Some(BackendKernelKind::GeneratedOut)
+                    && is_autograd
+                    && out_rule(nf, d, f) == Some(OutAutograd::NotImplementedFallback);
+                if let (Some(kind), false) = (kind, fallback) {
                     out.push(BackendRegistration {
                         function: f,
                         operator: nf.functions[f].func.name.unqualified(),
@@ -170,6 +186,11 @@ pub fn registrations(
         }
     }
     Ok(out)
+}
+
+/// The autograd rule of out= overload `f` (`None` without derivatives).
+fn out_rule(nf: &NativeFunctions, d: Option<&Derivatives>, f: usize) -> Option<OutAutograd> {
+    d.map(|d| out_autograd(&nf.functions[f].func, out_info(nf, d, f)))
 }
 
 /// The header of every generated backend file.
@@ -334,6 +355,7 @@ fn generated_body(
     kind: BackendKernelKind,
     autograd: bool,
     pointwise: bool,
+    rule: Option<OutAutograd>,
 ) -> Result<String, UnsupportedType> {
     let call = format!(
         "K::{}({})?",
@@ -385,21 +407,31 @@ fn generated_body(
     }
     let mut body = String::new();
     if autograd {
-        let checks: Vec<String> = f
-            .schema
-            .arguments
-            .iter()
-            .filter_map(requires_grad_expr)
-            .collect();
-        let requires_grad = if checks.is_empty() {
-            "false".to_string()
-        } else {
-            checks.join(" || ")
+        // The generated Autograd out= kernels' rule (`out_autograd`); without derivatives,
+        // every argument is checked.
+        let checked: Option<Vec<String>> = match rule {
+            Some(OutAutograd::Refuse(names)) => Some(names),
+            Some(_) => None,
+            None => Some(f.schema.arguments.iter().map(|a| a.name.clone()).collect()),
         };
-        body.push_str(&format!(
-            "    {rt}::check_backend_autograd_out({:?}, {requires_grad})?;\n",
-            f.schema.name.name.base,
-        ));
+        if let Some(names) = checked {
+            let checks: Vec<String> = f
+                .schema
+                .arguments
+                .iter()
+                .filter(|a| names.contains(&a.name))
+                .filter_map(requires_grad_expr)
+                .collect();
+            let requires_grad = if checks.is_empty() {
+                "false".to_string()
+            } else {
+                checks.join(" || ")
+            };
+            body.push_str(&format!(
+                "    {rt}::check_backend_autograd_out({:?}, {requires_grad})?;\n",
+                f.schema.name.name.base,
+            ));
+        }
     }
     if let Some(b) = outs_and_mutated_args_body(f, functional, &call, rt) {
         body.push_str(&b);
@@ -529,6 +561,7 @@ fn register_file(
     input: &GenInput,
     regs: &[BackendRegistration],
     source: &str,
+    d: Option<&Derivatives>,
 ) -> Result<String, BackendGenError> {
     let tr = &yaml.class_name;
     let bound = format!("K: {tr}");
@@ -557,7 +590,15 @@ fn register_file(
                     .group_of(r.function)
                     .ok_or_else(|| BackendGenError(format!("{} has no group", f.schema)))?;
                 let pointwise = nf.functions[r.function].has_tag("pointwise");
-                generated_body(f, &input.functions[g.functional], kind, autograd, pointwise)?
+                let rule = out_rule(nf, d, r.function);
+                generated_body(
+                    f,
+                    &input.functions[g.functional],
+                    kind,
+                    autograd,
+                    pointwise,
+                    rule,
+                )?
             }
         };
         let what = match r.kind {
@@ -621,13 +662,15 @@ fn register_file(
 
 /// The files generated for a backend (paths relative to the output directory, contents).
 /// `source` names the backend yaml in the headers.
+/// `d` as for [`registrations`].
 pub fn generate_backend_files(
     yaml: &BackendYaml,
     nf: &NativeFunctions,
     input: &GenInput,
     source: &str,
+    d: Option<&Derivatives>,
 ) -> Result<Vec<(PathBuf, String)>, BackendGenError> {
-    let regs = registrations(yaml, nf)?;
+    let regs = registrations(yaml, nf, d)?;
     let tr = &yaml.class_name;
     let (lazy_files, lazy_decls) = super::lazy::generate_lazy_files(yaml, nf, input, source)?;
     let module = format!(
@@ -649,7 +692,7 @@ pub fn generate_backend_files(
         ),
         (
             "register.rs".into(),
-            register_file(yaml, nf, input, &regs, source)?,
+            register_file(yaml, nf, input, &regs, source, d)?,
         ),
     ];
     files.extend(lazy_files);

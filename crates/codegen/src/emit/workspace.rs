@@ -66,6 +66,10 @@ pub fn parse_bundled_ops_yaml() -> Result<NativeFunctions, String> {
 /// The autograd layer's formulas, relative to the workspace root.
 pub const DERIVATIVES_YAML: &str = "crates/autograd/derivatives.yaml";
 
+/// `crates/autograd/derivatives.yaml` as this generator was built with it (the out= wrappers
+/// of a backend's autograd kernels follow its rule).
+pub const BUNDLED_DERIVATIVES_YAML: &str = include_str!("../../../autograd/derivatives.yaml");
+
 /// Parses `derivatives.yaml` of `root` against the operators of `model`.
 pub fn parse_derivatives_yaml(
     root: &Path,
@@ -256,8 +260,20 @@ pub fn generate_backend(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or(name);
-    super::backend::generate_backend_files(&yaml, model, &from_model(model), &source)
-        .map_err(|e| e.to_string())
+    // The out= wrappers at the autograd key follow the autograd layer's rule, which needs its
+    // formulas: the bundled derivatives.yaml, when it fits the operators (a foreign ops.yaml
+    // may lack some; its wrappers then refuse every argument that requires grad).
+    let derivatives =
+        crate::derivatives::parse_derivatives(BUNDLED_DERIVATIVES_YAML, DERIVATIVES_YAML, model)
+            .ok();
+    super::backend::generate_backend_files(
+        &yaml,
+        model,
+        &from_model(model),
+        &source,
+        derivatives.as_ref(),
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Writes the backend files into `output_dir`; returns the paths written (unchanged files are
