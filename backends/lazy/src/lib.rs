@@ -84,21 +84,9 @@ fn register() -> Result<()> {
     let mut fallback_lib = Library::new(LibraryKind::Impl, "_", Some(DispatchKey::Lazy))?;
     fallback_lib.fallback(Kernel::boxed(fallback))?;
     fallback_lib.leak();
-    // Operators the backend sends to the fallback but whose CompositeExplicitAutograd kernel
-    // would otherwise run at `Lazy` (a kernel for a key beats its fallback) and take views of
-    // plain lazy tensors, which have no storage: the fallback is registered as their kernel.
-    let mut composite_fallbacks = Library::new(LibraryKind::Impl, "aten", Some(DispatchKey::Lazy))?;
-    for name in FALLBACK_OVER_COMPOSITE {
-        composite_fallbacks.impl_(name, Kernel::boxed(fallback))?;
-    }
-    composite_fallbacks.leak();
     fallback::force_fallback_from_env()?;
     Ok(())
 }
-
-/// The `# fallback:` operators of backend.yaml with a CompositeExplicitAutograd kernel that
-/// views its inputs (tensor-list operands, which the IR cannot carry yet).
-const FALLBACK_OVER_COMPOSITE: &[&str] = &["stack", "block_diag"];
 
 /// A copy of `t` on the lazy device (a functional wrapper around a lazy tensor holding the
 /// copy).

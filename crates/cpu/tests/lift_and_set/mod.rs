@@ -36,7 +36,8 @@ fn lift_and_lift_fresh_share_data_and_geometry() {
         // torch: same strides (1, 3), same data_ptr.
         assert_eq!(geometry(&r), (vec![3, 2], vec![1, 3], 0), "{name}");
         assert!(r.is_alias_of(&t), "{name}");
-        assert!(!r.is_same(&t), "{name}: a new tensor object");
+        // torch 2.15: `torch.ops.aten.lift(t) is t` and `lift_fresh(t) is t` are both True.
+        assert!(r.is_same(&t), "{name}: the input itself");
         assert_eq!(r.dtype(), ScalarType::Float);
         assert_eq!(
             r.to_vec::<f32>().unwrap(),
