@@ -545,37 +545,9 @@ impl Drop for Node {
     }
 }
 
-/// A hasher for keys that are addresses or already well mixed (node pointers, data handles):
-/// one multiply and a fold, instead of SipHash's rounds. The cached step hashes every node of
-/// the graph a few times (post-order marks, parameters), so this is most of its per-node cost.
-#[derive(Clone, Copy, Default)]
-pub struct FastHasher(u64);
-
-impl std::hash::Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        // Pointers have zero low bits: fold the multiplied high bits down (hashbrown takes the
-        // bucket from the low bits and the tag from the top seven).
-        let h = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        h ^ (h >> 29)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
-        }
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(29) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
-
-/// [`FastHasher`]'s builder.
-pub type FastHash = std::hash::BuildHasherDefault<FastHasher>;
+/// The hasher of the IR's maps keyed by node address or handle: `foldhash`'s fast variant
+/// (the keys are addresses and counters, not attacker-chosen, so SipHash's cost buys nothing).
+pub type FastHash = foldhash::fast::FixedState;
 
 /// A map keyed by node address.
 pub type NodeMap<V> = std::collections::HashMap<*const Node, V, FastHash>;

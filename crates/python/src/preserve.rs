@@ -38,28 +38,9 @@ use switchyard_core::Tensor;
 
 use crate::tensor::PyTensor;
 
-/// Hashes a tensor's address: one multiplication (Fibonacci hashing), not SipHash, since the
-/// keys are addresses, not attacker-chosen, and views look their base up on every call.
-#[derive(Default)]
-struct AddressHasher(u64);
-
-impl std::hash::Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-type Objects = HashMap<usize, Py<PyAny>, std::hash::BuildHasherDefault<AddressHasher>>;
+/// The registry hashes addresses with `foldhash`'s fast variant, not SipHash: the keys are
+/// addresses, not attacker-chosen, and views look their base up on every call.
+type Objects = HashMap<usize, Py<PyAny>, foldhash::fast::FixedState>;
 
 struct Registry {
     objects: Objects,
