@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use switchyard_core::{Error, Result, Scalar, Tensor};
 
-use crate::ir::{Shape, scalar_dtype};
+use crate::ir::{Node, Shape, scalar_dtype};
 use crate::metrics;
 
 /// A value on the device.
@@ -91,7 +91,14 @@ pub const DEVICE_DATA_CACHE_SIZE: usize = 128;
 
 type CacheKey = (u8, u64);
 
-static SCALAR_CACHE: Mutex<Vec<(CacheKey, Arc<DeviceData>)>> = Mutex::new(Vec::new());
+/// One cached scalar: its data and, once asked for, the device-data leaf over it.
+struct CacheEntry {
+    key: CacheKey,
+    data: Arc<DeviceData>,
+    leaf: Option<Arc<Node>>,
+}
+
+static SCALAR_CACHE: Mutex<Vec<CacheEntry>> = Mutex::new(Vec::new());
 
 fn scalar_key(s: &Scalar) -> CacheKey {
     match s {
@@ -101,20 +108,48 @@ fn scalar_key(s: &Scalar) -> CacheKey {
     }
 }
 
+/// Runs `f` on the cache entry of `s` (moved to the front; a miss counts
+/// `DeviceDataCacheMiss` and creates the entry).
+fn with_entry<R>(s: &Scalar, f: impl FnOnce(&mut CacheEntry) -> R) -> R {
+    let key = scalar_key(s);
+    let mut cache = SCALAR_CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    match cache.iter().position(|e| e.key == key) {
+        // Most recently used first; rotating moves only the entries before it.
+        Some(i) => cache[..=i].rotate_right(1),
+        None => {
+            metrics::counter_add("DeviceDataCacheMiss", 1);
+            cache.insert(
+                0,
+                CacheEntry {
+                    key,
+                    data: DeviceData::from_scalar(*s),
+                    leaf: None,
+                },
+            );
+            cache.truncate(DEVICE_DATA_CACHE_SIZE);
+        }
+    }
+    f(&mut cache[0])
+}
+
 /// The device data of scalar `s` from the per-device LRU cache (key: dtype and content bytes),
 /// so equal values share one parameter; a miss counts `DeviceDataCacheMiss`.
 pub fn scalar_data(s: &Scalar) -> Arc<DeviceData> {
-    let key = scalar_key(s);
-    let mut cache = SCALAR_CACHE.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(i) = cache.iter().position(|(k, _)| *k == key) {
-        let entry = cache.remove(i);
-        let data = Arc::clone(&entry.1);
-        cache.insert(0, entry);
-        return data;
+    with_entry(s, |e| Arc::clone(&e.data))
+}
+
+/// The device-data leaf of scalar `s`. Without IR reuse it is cached with the data, so every
+/// use of a value shares one leaf node (one parameter either way: parameters are deduplicated
+/// by handle) and tracing allocates and hashes no leaf per scalar argument. With IR reuse on,
+/// the trie decides (`trie::leaf`), as for any device data.
+pub fn scalar_leaf(s: &Scalar) -> Arc<Node> {
+    if crate::trie::reuse_ir() {
+        return crate::trie::leaf(scalar_data(s));
     }
-    metrics::counter_add("DeviceDataCacheMiss", 1);
-    let data = DeviceData::from_scalar(*s);
-    cache.insert(0, (key, Arc::clone(&data)));
-    cache.truncate(DEVICE_DATA_CACHE_SIZE);
-    data
+    with_entry(s, |e| {
+        Arc::clone(
+            e.leaf
+                .get_or_insert_with(|| Arc::new(Node::device_data(Arc::clone(&e.data)))),
+        )
+    })
 }

@@ -81,6 +81,10 @@ pub const K_NULL_OPT: Hash128 = Hash128::of_str("lazy::null_opt");
 /// The seed of device-data leaves (LTC's 101): data never enters a hash.
 pub const DEVICE_DATA_SEED: Hash128 = Hash128::of_u64(101);
 
+// Tags of the argument hashes, computed at compile time (not per traced node).
+const OPERAND_TAG: Hash128 = Hash128::of_str("operand");
+const LIST_TAG: Hash128 = Hash128::of_str("list");
+
 /// The operator hash of device-data leaves.
 pub const DEVICE_DATA_OP: Hash128 = Hash128::of_str("lazy_tensors::device_data");
 
@@ -456,13 +460,13 @@ impl Node {
         let mut seed = Hash128::of_u64(args.len() as u64);
         for a in &args {
             seed = seed.combine(match a {
-                Arg::Operand(i) => Hash128::of_str("operand").with_u64(u64::from(*i)),
+                Arg::Operand(i) => OPERAND_TAG.with_u64(u64::from(*i)),
                 Arg::Absent => K_NULL_OPT,
                 Arg::List(items) => {
-                    let mut h = Hash128::of_str("list").with_u64(items.len() as u64);
+                    let mut h = LIST_TAG.with_u64(items.len() as u64);
                     for item in items {
                         h = h.combine(match item {
-                            Some(i) => Hash128::of_str("operand").with_u64(u64::from(*i)),
+                            Some(i) => OPERAND_TAG.with_u64(u64::from(*i)),
                             None => K_NULL_OPT,
                         });
                     }

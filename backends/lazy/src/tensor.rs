@@ -1,7 +1,6 @@
 //! `LazyTensor` (B.2): the payload of an inner lazy tensor (an IR value, device data, or an
 //! eager copy), and the live-tensor registry the executor syncs at `mark_step`.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
@@ -27,20 +26,36 @@ pub(crate) struct LazyState {
 /// The payload of an inner lazy tensor (LTC's `LazyTensor::Data`).
 pub struct LazyTensor {
     id: u64,
+    /// Its slot in the registry.
+    slot: usize,
     device: Device,
     state: Mutex<LazyState>,
     generation: AtomicU64,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-static REGISTRY: Mutex<BTreeMap<u64, Weak<LazyTensor>>> = Mutex::new(BTreeMap::new());
+
+/// The live-tensor registry: a slab of weak references with a free list, so creating and
+/// dropping a tensor (every traced operator does both) is a push or pop, not a tree update;
+/// `live_tensors` sorts by id when `mark_step` asks.
+struct Registry {
+    slots: Vec<Option<Weak<LazyTensor>>>,
+    free: Vec<usize>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    slots: Vec::new(),
+    free: Vec::new(),
+});
 
 impl Drop for LazyTensor {
     fn drop(&mut self) {
-        REGISTRY
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.id);
+        let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = registry.slots.get_mut(self.slot) {
+            *slot = None;
+            registry.free.push(self.slot);
+        }
+        drop(registry);
         static DESTROYED: metrics::Counter = metrics::Counter::new("DestroyLtcTensor");
         DESTROYED.inc();
     }
@@ -100,6 +115,18 @@ impl LazyTensor {
     /// only) first gets a value of its new shape: zeros, as its old elements are not kept
     /// (PyTorch leaves them uninitialised).
     pub fn ir_value_of(&self, t: &Tensor) -> Result<Output> {
+        // The common case in one lock, nothing copied but the value: a pending IR of `t`'s
+        // sizes.
+        {
+            let st = self.state();
+            if st.handle.is_none()
+                && let Some(ir) = &st.ir
+                && t.with_sizes(|s| ir.shape().sizes.as_slice() == s)
+            {
+                crate::trie::revisit(&ir.node);
+                return Ok(ir.clone());
+            }
+        }
         let sizes = t.sizes();
         if self.shape().sizes != sizes {
             let g = t.geometry();
@@ -176,21 +203,40 @@ impl LazyTensor {
 
 /// The live lazy tensors, sorted by id (LTC's live-tensor registry).
 pub(crate) fn live_tensors() -> Vec<Arc<LazyTensor>> {
-    let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-    registry.values().filter_map(Weak::upgrade).collect()
+    let mut live: Vec<Arc<LazyTensor>> = {
+        let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+        registry
+            .slots
+            .iter()
+            .flatten()
+            .filter_map(Weak::upgrade)
+            .collect()
+    };
+    live.sort_unstable_by_key(|t| t.id);
+    live
 }
 
 fn new_lazy(device: Device, state: LazyState) -> Arc<LazyTensor> {
-    let lt = Arc::new(LazyTensor {
-        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        device,
-        state: Mutex::new(state),
-        generation: AtomicU64::new(1),
+    let lt = Arc::new_cyclic(|weak| {
+        let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = match registry.free.pop() {
+            Some(slot) => {
+                registry.slots[slot] = Some(weak.clone());
+                slot
+            }
+            None => {
+                registry.slots.push(Some(weak.clone()));
+                registry.slots.len() - 1
+            }
+        };
+        LazyTensor {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            slot,
+            device,
+            state: Mutex::new(state),
+            generation: AtomicU64::new(1),
+        }
     });
-    REGISTRY
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(lt.id, Arc::downgrade(&lt));
     static CREATED: metrics::Counter = metrics::Counter::new("CreateLtcTensor");
     CREATED.inc();
     lt

@@ -14,7 +14,7 @@ use switchyard_core::{
 };
 use switchyard_ops::structured::OutputSpec;
 
-use crate::data::{DataValue, DeviceData, scalar_data};
+use crate::data::{DataValue, DeviceData, scalar_leaf};
 use crate::ir::{Arg, Attr, Node, NodeInfo, Output, Shape};
 use crate::tensor::{create_from_ir, try_get_ltc_tensor};
 
@@ -70,9 +70,8 @@ impl NodeBuilder {
         // where the operator copies across devices) become device data holding a copy.
         if t.is_wrapped_number() {
             let s = t.item_scalar()?;
-            let data = scalar_data(&s);
             return Ok(Output {
-                node: crate::trie::leaf(data),
+                node: scalar_leaf(&s),
                 index: 0,
             });
         }
@@ -156,9 +155,8 @@ impl NodeBuilder {
     /// A `Scalar` argument, lifted to a parameter (B.7.8): graphs that differ only in scalar
     /// values hash equal.
     pub fn scalar(&mut self, s: &Scalar) -> Result<()> {
-        let data = scalar_data(s);
         self.push_operand(Output {
-            node: crate::trie::leaf(data),
+            node: scalar_leaf(s),
             index: 0,
         });
         Ok(())
@@ -266,6 +264,37 @@ impl NodeBuilder {
         v.pop()
             .ok_or_else(|| Error::runtime("internal error: a lazy node without outputs"))
     }
+}
+
+/// A wrapped-number tensor holding `s`, for the shape inference of a `.Scalar` overload (the
+/// `.Tensor` overload's meta function reads its dtype). Read-only and never handed out, so the
+/// calling thread keeps the last few and repeats return the same tensor: tracing a `.Scalar`
+/// call allocates no tensor for its scalar.
+pub fn wrapped_scalar(s: Scalar) -> Result<Tensor> {
+    use std::cell::RefCell;
+    const KEEP: usize = 8;
+    thread_local! {
+        static WRAPPED: RefCell<Vec<((u8, u64), Tensor)>> = const { RefCell::new(Vec::new()) };
+    }
+    // Kind and bits (floats by their bits: -0.0 and NaN payloads stay apart); reading the
+    // tensor back (`item`) would take its storage lock.
+    let key = match s {
+        Scalar::Bool(b) => (0, u64::from(b)),
+        Scalar::Int(i) => (1, i as u64),
+        Scalar::Float(f) => (2, f.to_bits()),
+    };
+    WRAPPED.with(|cell| {
+        let mut kept = cell.borrow_mut();
+        if let Some((_, t)) = kept.iter().find(|(k, _)| *k == key) {
+            return Ok(t.clone());
+        }
+        let t = Tensor::wrapped_scalar(s)?;
+        if kept.len() == KEEP {
+            kept.remove(0);
+        }
+        kept.push((key, t.clone()));
+        Ok(t)
+    })
 }
 
 /// Whether an index list holds a boolean (or byte) mask: the result's shape (or, for

@@ -24,7 +24,7 @@ use crate::ir::{Arg, Attr, Node, NodeInfo, OpKind};
 enum Kind {
     Unary(UnaryOp),
     Binary(BinaryOp),
-    /// `add.Tensor` / `sub.Tensor` (`self`, `other`, `alpha`).
+    /// `add` / `sub` (`.Tensor` or `.Scalar`: `self`, `other`, `alpha`).
     Add {
         negate: bool,
     },
@@ -32,10 +32,12 @@ enum Kind {
 
 fn kind(info: &NodeInfo) -> Option<Kind> {
     Some(match (info.qualified, info.overload) {
-        ("aten::add", "Tensor") => Kind::Add { negate: false },
-        ("aten::sub", "Tensor") => Kind::Add { negate: true },
-        ("aten::mul", "Tensor") => Kind::Binary(BinaryOp::Mul),
-        ("aten::div", "Tensor") => Kind::Binary(BinaryOp::Div),
+        // The `.Scalar` overloads carry `other` as a lifted 0-dim parameter, the operand a
+        // wrapped number of the `.Tensor` overload becomes: the same operation.
+        ("aten::add", "Tensor" | "Scalar") => Kind::Add { negate: false },
+        ("aten::sub", "Tensor" | "Scalar") => Kind::Add { negate: true },
+        ("aten::mul", "Tensor" | "Scalar") => Kind::Binary(BinaryOp::Mul),
+        ("aten::div", "Tensor" | "Scalar") => Kind::Binary(BinaryOp::Div),
         ("aten::maximum", "") => Kind::Binary(BinaryOp::Maximum),
         ("aten::neg", "") => Kind::Unary(UnaryOp::Neg),
         ("aten::exp", "") => Kind::Unary(UnaryOp::Exp),

@@ -8,7 +8,7 @@
 
 use crate::ir::Attr;
 use crate::metrics::Counter;
-use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors};
+use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors, wrapped_scalar};
 use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
@@ -629,6 +629,92 @@ pub(crate) fn lazy_where_self(condition: &Tensor, self_: &Tensor, other: &Tensor
         op::where_self::call(&b.shadow(condition)?, &b.shadow(self_)?, &b.shadow(other)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`: records an IR node of class `SubScalar`.
+pub(crate) fn lazy_sub_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::sub");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_sub_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    b.scalar(&alpha)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+    let meta = switchyard_ops::meta::sub_tensor(self_, &wrapped_scalar(other)?, alpha.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `div.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `DivScalar`.
+pub(crate) fn lazy_div_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::div");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_div_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+    let meta = switchyard_ops::meta::div_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `fmod.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `FmodScalar`.
+pub(crate) fn lazy_fmod_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::fmod");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_fmod_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+    let meta = switchyard_ops::meta::fmod_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `BitwiseAndScalar`.
+pub(crate) fn lazy_bitwise_and_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bitwise_and");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_and_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `BitwiseXorScalar`.
+pub(crate) fn lazy_bitwise_xor_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bitwise_xor");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_xor_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 

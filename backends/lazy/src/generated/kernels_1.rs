@@ -8,7 +8,7 @@
 
 use crate::ir::Attr;
 use crate::metrics::Counter;
-use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors};
+use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors, wrapped_scalar};
 use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
@@ -605,6 +605,93 @@ pub(crate) fn lazy_lt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::lt_scalar(self_, other.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`: records an IR node of class `AddScalar`.
+pub(crate) fn lazy_add_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::add");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_add_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    b.scalar(&alpha)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+    let meta = switchyard_ops::meta::add_tensor(self_, &wrapped_scalar(other)?, alpha.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `mul.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `MulScalar`.
+pub(crate) fn lazy_mul_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::mul");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_mul_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+    let meta = switchyard_ops::meta::mul_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`: records an IR node of class `DivScalarMode`.
+pub(crate) fn lazy_div_Scalar_mode(self_: &Tensor, other: Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::div");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_div_Scalar_mode)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    b.attr(Attr::from(rounding_mode));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+    let meta = switchyard_ops::meta::div_tensor_mode(self_, &wrapped_scalar(other)?, rounding_mode, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `remainder.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `RemainderScalar`.
+pub(crate) fn lazy_remainder_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::remainder");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_remainder_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+    let meta = switchyard_ops::meta::remainder_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `BitwiseOrScalar`.
+pub(crate) fn lazy_bitwise_or_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bitwise_or");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_or_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)

@@ -190,6 +190,31 @@ pub(crate) fn lower_where_self(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::where_self::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, &ins.tensor(2)?)?])
 }
 
+/// Lowers a `sub.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_sub_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::sub_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?, ins.scalar(2)?)?])
+}
+
+/// Lowers a `div.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_div_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::div_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
+/// Lowers a `fmod.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_fmod_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::fmod_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
+/// Lowers a `bitwise_and.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bitwise_and_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bitwise_and_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
+/// Lowers a `bitwise_xor.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bitwise_xor_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bitwise_xor_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
 /// Lowers a `all.dim` node: its CPU kernel on the node's inputs.
 pub(crate) fn lower_all_dim(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::all_dim::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?])

@@ -185,6 +185,31 @@ pub(crate) fn lower_lt_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::lt_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
 }
 
+/// Lowers a `add.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_add_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::add_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?, ins.scalar(2)?)?])
+}
+
+/// Lowers a `mul.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_mul_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::mul_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
+/// Lowers a `div.Scalar_mode` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_div_Scalar_mode(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::div_Scalar_mode::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?, ins.opt_str(2)?)?])
+}
+
+/// Lowers a `remainder.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_remainder_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::remainder_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
+/// Lowers a `bitwise_or.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bitwise_or_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bitwise_or_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
 /// Lowers a `all` node: its CPU kernel on the node's inputs.
 pub(crate) fn lower_all(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::all::redispatch(cpu_only(), &ins.tensor(0)?)?])

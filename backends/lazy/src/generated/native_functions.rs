@@ -798,6 +798,15 @@ pub trait LazyNativeFunctions {
         super::kernels_0::lazy_add_Tensor(self_, other, alpha)
     }
 
+    /// `add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+    ///
+    /// Kernel `add`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn add_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+        super::kernels_1::lazy_add_Scalar(self_, other, alpha)
+    }
+
     /// `div.Tensor(Tensor self, Tensor other) -> Tensor`
     ///
     /// Kernel `div`, registered at `Lazy`.
@@ -816,6 +825,24 @@ pub trait LazyNativeFunctions {
         super::kernels_0::lazy_div_Tensor_mode(self_, other, rounding_mode)
     }
 
+    /// `div.Scalar(Tensor self, Scalar other) -> Tensor`
+    ///
+    /// Kernel `div`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn div_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        super::kernels_0::lazy_div_Scalar(self_, other)
+    }
+
+    /// `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
+    ///
+    /// Kernel `div`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn div_Scalar_mode(self_: &Tensor, other: Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+        super::kernels_1::lazy_div_Scalar_mode(self_, other, rounding_mode)
+    }
+
     /// `mul.Tensor(Tensor self, Tensor other) -> Tensor`
     ///
     /// Kernel `mul`, registered at `Lazy`.
@@ -825,6 +852,15 @@ pub trait LazyNativeFunctions {
         super::kernels_0::lazy_mul_Tensor(self_, other)
     }
 
+    /// `mul.Scalar(Tensor self, Scalar other) -> Tensor`
+    ///
+    /// Kernel `mul`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn mul_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        super::kernels_1::lazy_mul_Scalar(self_, other)
+    }
+
     /// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     ///
     /// Kernel `sub`, registered at `Lazy`.
@@ -832,6 +868,15 @@ pub trait LazyNativeFunctions {
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn sub_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
         super::kernels_1::lazy_sub_Tensor(self_, other, alpha)
+    }
+
+    /// `sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+    ///
+    /// Kernel `sub`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn sub_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+        super::kernels_0::lazy_sub_Scalar(self_, other, alpha)
     }
 
     /// `logical_xor(Tensor self, Tensor other) -> Tensor`
@@ -942,6 +987,15 @@ pub trait LazyNativeFunctions {
         super::kernels_1::lazy_bitwise_and_Tensor(self_, other)
     }
 
+    /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
+    ///
+    /// Kernel `bitwise_and`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn bitwise_and_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        super::kernels_0::lazy_bitwise_and_Scalar(self_, other)
+    }
+
     /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
     ///
     /// Kernel `bitwise_or`, registered at `Lazy`.
@@ -951,6 +1005,15 @@ pub trait LazyNativeFunctions {
         super::kernels_0::lazy_bitwise_or_Tensor(self_, other)
     }
 
+    /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
+    ///
+    /// Kernel `bitwise_or`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn bitwise_or_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        super::kernels_1::lazy_bitwise_or_Scalar(self_, other)
+    }
+
     /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
     ///
     /// Kernel `bitwise_xor`, registered at `Lazy`.
@@ -958,6 +1021,15 @@ pub trait LazyNativeFunctions {
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn bitwise_xor_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         super::kernels_1::lazy_bitwise_xor_Tensor(self_, other)
+    }
+
+    /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
+    ///
+    /// Kernel `bitwise_xor`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn bitwise_xor_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        super::kernels_0::lazy_bitwise_xor_Scalar(self_, other)
     }
 
     /// `ne.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -1059,6 +1131,15 @@ pub trait LazyNativeFunctions {
         super::kernels_0::lazy_atan2(self_, other)
     }
 
+    /// `fmod.Scalar(Tensor self, Scalar other) -> Tensor`
+    ///
+    /// Kernel `fmod`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn fmod_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        super::kernels_0::lazy_fmod_Scalar(self_, other)
+    }
+
     /// `fmod.Tensor(Tensor self, Tensor other) -> Tensor`
     ///
     /// Kernel `fmod`, registered at `Lazy`.
@@ -1066,6 +1147,15 @@ pub trait LazyNativeFunctions {
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn fmod_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         super::kernels_1::lazy_fmod_Tensor(self_, other)
+    }
+
+    /// `remainder.Scalar(Tensor self, Scalar other) -> Tensor`
+    ///
+    /// Kernel `remainder`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn remainder_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        super::kernels_1::lazy_remainder_Scalar(self_, other)
     }
 
     /// `remainder.Tensor(Tensor self, Tensor other) -> Tensor`

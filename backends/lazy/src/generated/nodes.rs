@@ -150,219 +150,239 @@ pub(crate) const NODE_lt_Tensor: usize = 68;
 pub(crate) const NODE_lt_Scalar: usize = 69;
 /// Index of `where.self` in [`NODES`].
 pub(crate) const NODE_where_self: usize = 70;
+/// Index of `add.Scalar` in [`NODES`].
+pub(crate) const NODE_add_Scalar: usize = 71;
+/// Index of `sub.Scalar` in [`NODES`].
+pub(crate) const NODE_sub_Scalar: usize = 72;
+/// Index of `mul.Scalar` in [`NODES`].
+pub(crate) const NODE_mul_Scalar: usize = 73;
+/// Index of `div.Scalar` in [`NODES`].
+pub(crate) const NODE_div_Scalar: usize = 74;
+/// Index of `div.Scalar_mode` in [`NODES`].
+pub(crate) const NODE_div_Scalar_mode: usize = 75;
+/// Index of `fmod.Scalar` in [`NODES`].
+pub(crate) const NODE_fmod_Scalar: usize = 76;
+/// Index of `remainder.Scalar` in [`NODES`].
+pub(crate) const NODE_remainder_Scalar: usize = 77;
+/// Index of `bitwise_and.Scalar` in [`NODES`].
+pub(crate) const NODE_bitwise_and_Scalar: usize = 78;
+/// Index of `bitwise_or.Scalar` in [`NODES`].
+pub(crate) const NODE_bitwise_or_Scalar: usize = 79;
+/// Index of `bitwise_xor.Scalar` in [`NODES`].
+pub(crate) const NODE_bitwise_xor_Scalar: usize = 80;
 /// Index of `all` in [`NODES`].
-pub(crate) const NODE_all: usize = 71;
+pub(crate) const NODE_all: usize = 81;
 /// Index of `all.dim` in [`NODES`].
-pub(crate) const NODE_all_dim: usize = 72;
+pub(crate) const NODE_all_dim: usize = 82;
 /// Index of `all.dims` in [`NODES`].
-pub(crate) const NODE_all_dims: usize = 73;
+pub(crate) const NODE_all_dims: usize = 83;
 /// Index of `any` in [`NODES`].
-pub(crate) const NODE_any: usize = 74;
+pub(crate) const NODE_any: usize = 84;
 /// Index of `any.dim` in [`NODES`].
-pub(crate) const NODE_any_dim: usize = 75;
+pub(crate) const NODE_any_dim: usize = 85;
 /// Index of `any.dims` in [`NODES`].
-pub(crate) const NODE_any_dims: usize = 76;
+pub(crate) const NODE_any_dims: usize = 86;
 /// Index of `argmax` in [`NODES`].
-pub(crate) const NODE_argmax: usize = 77;
+pub(crate) const NODE_argmax: usize = 87;
 /// Index of `argmin` in [`NODES`].
-pub(crate) const NODE_argmin: usize = 78;
+pub(crate) const NODE_argmin: usize = 88;
 /// Index of `amin` in [`NODES`].
-pub(crate) const NODE_amin: usize = 79;
+pub(crate) const NODE_amin: usize = 89;
 /// Index of `aminmax` in [`NODES`].
-pub(crate) const NODE_aminmax: usize = 80;
+pub(crate) const NODE_aminmax: usize = 90;
 /// Index of `max` in [`NODES`].
-pub(crate) const NODE_max: usize = 81;
+pub(crate) const NODE_max: usize = 91;
 /// Index of `min` in [`NODES`].
-pub(crate) const NODE_min: usize = 82;
+pub(crate) const NODE_min: usize = 92;
 /// Index of `max.dim` in [`NODES`].
-pub(crate) const NODE_max_dim: usize = 83;
+pub(crate) const NODE_max_dim: usize = 93;
 /// Index of `min.dim` in [`NODES`].
-pub(crate) const NODE_min_dim: usize = 84;
+pub(crate) const NODE_min_dim: usize = 94;
 /// Index of `prod` in [`NODES`].
-pub(crate) const NODE_prod: usize = 85;
+pub(crate) const NODE_prod: usize = 95;
 /// Index of `prod.dim_int` in [`NODES`].
-pub(crate) const NODE_prod_dim_int: usize = 86;
+pub(crate) const NODE_prod_dim_int: usize = 96;
 /// Index of `mean` in [`NODES`].
-pub(crate) const NODE_mean: usize = 87;
+pub(crate) const NODE_mean: usize = 97;
 /// Index of `logsumexp` in [`NODES`].
-pub(crate) const NODE_logsumexp: usize = 88;
+pub(crate) const NODE_logsumexp: usize = 98;
 /// Index of `std.correction` in [`NODES`].
-pub(crate) const NODE_std_correction: usize = 89;
+pub(crate) const NODE_std_correction: usize = 99;
 /// Index of `var.correction` in [`NODES`].
-pub(crate) const NODE_var_correction: usize = 90;
+pub(crate) const NODE_var_correction: usize = 100;
 /// Index of `var_mean.correction` in [`NODES`].
-pub(crate) const NODE_var_mean_correction: usize = 91;
+pub(crate) const NODE_var_mean_correction: usize = 101;
 /// Index of `linalg_vector_norm` in [`NODES`].
-pub(crate) const NODE_linalg_vector_norm: usize = 92;
+pub(crate) const NODE_linalg_vector_norm: usize = 102;
 /// Index of `cumsum` in [`NODES`].
-pub(crate) const NODE_cumsum: usize = 93;
+pub(crate) const NODE_cumsum: usize = 103;
 /// Index of `cumprod` in [`NODES`].
-pub(crate) const NODE_cumprod: usize = 94;
+pub(crate) const NODE_cumprod: usize = 104;
 /// Index of `sum` in [`NODES`].
-pub(crate) const NODE_sum: usize = 95;
+pub(crate) const NODE_sum: usize = 105;
 /// Index of `sum.dim_IntList` in [`NODES`].
-pub(crate) const NODE_sum_dim_IntList: usize = 96;
+pub(crate) const NODE_sum_dim_IntList: usize = 106;
 /// Index of `mean.dim` in [`NODES`].
-pub(crate) const NODE_mean_dim: usize = 97;
+pub(crate) const NODE_mean_dim: usize = 107;
 /// Index of `amax` in [`NODES`].
-pub(crate) const NODE_amax: usize = 98;
+pub(crate) const NODE_amax: usize = 108;
 /// Index of `bmm` in [`NODES`].
-pub(crate) const NODE_bmm: usize = 99;
+pub(crate) const NODE_bmm: usize = 109;
 /// Index of `baddbmm` in [`NODES`].
-pub(crate) const NODE_baddbmm: usize = 100;
+pub(crate) const NODE_baddbmm: usize = 110;
 /// Index of `dot` in [`NODES`].
-pub(crate) const NODE_dot: usize = 101;
+pub(crate) const NODE_dot: usize = 111;
 /// Index of `mse_loss` in [`NODES`].
-pub(crate) const NODE_mse_loss: usize = 102;
+pub(crate) const NODE_mse_loss: usize = 112;
 /// Index of `nll_loss_forward` in [`NODES`].
-pub(crate) const NODE_nll_loss_forward: usize = 103;
+pub(crate) const NODE_nll_loss_forward: usize = 113;
 /// Index of `avg_pool2d` in [`NODES`].
-pub(crate) const NODE_avg_pool2d: usize = 104;
+pub(crate) const NODE_avg_pool2d: usize = 114;
 /// Index of `max_pool2d_with_indices` in [`NODES`].
-pub(crate) const NODE_max_pool2d_with_indices: usize = 105;
+pub(crate) const NODE_max_pool2d_with_indices: usize = 115;
 /// Index of `convolution` in [`NODES`].
-pub(crate) const NODE_convolution: usize = 106;
+pub(crate) const NODE_convolution: usize = 116;
 /// Index of `embedding` in [`NODES`].
-pub(crate) const NODE_embedding: usize = 107;
+pub(crate) const NODE_embedding: usize = 117;
 /// Index of `constant_pad_nd` in [`NODES`].
-pub(crate) const NODE_constant_pad_nd: usize = 108;
+pub(crate) const NODE_constant_pad_nd: usize = 118;
 /// Index of `_native_batch_norm_legit.no_stats` in [`NODES`].
-pub(crate) const NODE__native_batch_norm_legit_no_stats: usize = 109;
+pub(crate) const NODE__native_batch_norm_legit_no_stats: usize = 119;
 /// Index of `_native_batch_norm_legit_no_training` in [`NODES`].
-pub(crate) const NODE__native_batch_norm_legit_no_training: usize = 110;
+pub(crate) const NODE__native_batch_norm_legit_no_training: usize = 120;
 /// Index of `_native_batch_norm_legit_functional` in [`NODES`].
-pub(crate) const NODE__native_batch_norm_legit_functional: usize = 111;
+pub(crate) const NODE__native_batch_norm_legit_functional: usize = 121;
 /// Index of `native_dropout` in [`NODES`].
-pub(crate) const NODE_native_dropout: usize = 112;
+pub(crate) const NODE_native_dropout: usize = 122;
 /// Index of `mm` in [`NODES`].
-pub(crate) const NODE_mm: usize = 113;
+pub(crate) const NODE_mm: usize = 123;
 /// Index of `addmm` in [`NODES`].
-pub(crate) const NODE_addmm: usize = 114;
+pub(crate) const NODE_addmm: usize = 124;
 /// Index of `_softmax` in [`NODES`].
-pub(crate) const NODE__softmax: usize = 115;
+pub(crate) const NODE__softmax: usize = 125;
 /// Index of `_log_softmax` in [`NODES`].
-pub(crate) const NODE__log_softmax: usize = 116;
+pub(crate) const NODE__log_softmax: usize = 126;
 /// Index of `native_layer_norm` in [`NODES`].
-pub(crate) const NODE_native_layer_norm: usize = 117;
+pub(crate) const NODE_native_layer_norm: usize = 127;
 /// Index of `copy` in [`NODES`].
-pub(crate) const NODE_copy: usize = 118;
+pub(crate) const NODE_copy: usize = 128;
 /// Index of `fill.Scalar` in [`NODES`].
-pub(crate) const NODE_fill_Scalar: usize = 119;
+pub(crate) const NODE_fill_Scalar: usize = 129;
 /// Index of `fill.Tensor` in [`NODES`].
-pub(crate) const NODE_fill_Tensor: usize = 120;
+pub(crate) const NODE_fill_Tensor: usize = 130;
 /// Index of `zero` in [`NODES`].
-pub(crate) const NODE_zero: usize = 121;
+pub(crate) const NODE_zero: usize = 131;
 /// Index of `uniform` in [`NODES`].
-pub(crate) const NODE_uniform: usize = 122;
+pub(crate) const NODE_uniform: usize = 132;
 /// Index of `normal_functional` in [`NODES`].
-pub(crate) const NODE_normal_functional: usize = 123;
+pub(crate) const NODE_normal_functional: usize = 133;
 /// Index of `bernoulli` in [`NODES`].
-pub(crate) const NODE_bernoulli: usize = 124;
+pub(crate) const NODE_bernoulli: usize = 134;
 /// Index of `bernoulli.p` in [`NODES`].
-pub(crate) const NODE_bernoulli_p: usize = 125;
+pub(crate) const NODE_bernoulli_p: usize = 135;
 /// Index of `bernoulli.Tensor` in [`NODES`].
-pub(crate) const NODE_bernoulli_Tensor: usize = 126;
+pub(crate) const NODE_bernoulli_Tensor: usize = 136;
 /// Index of `view_copy` in [`NODES`].
-pub(crate) const NODE_view_copy: usize = 127;
+pub(crate) const NODE_view_copy: usize = 137;
 /// Index of `permute_copy` in [`NODES`].
-pub(crate) const NODE_permute_copy: usize = 128;
+pub(crate) const NODE_permute_copy: usize = 138;
 /// Index of `t_copy` in [`NODES`].
-pub(crate) const NODE_t_copy: usize = 129;
+pub(crate) const NODE_t_copy: usize = 139;
 /// Index of `transpose_copy.int` in [`NODES`].
-pub(crate) const NODE_transpose_copy_int: usize = 130;
+pub(crate) const NODE_transpose_copy_int: usize = 140;
 /// Index of `expand_copy` in [`NODES`].
-pub(crate) const NODE_expand_copy: usize = 131;
+pub(crate) const NODE_expand_copy: usize = 141;
 /// Index of `slice_copy.Tensor` in [`NODES`].
-pub(crate) const NODE_slice_copy_Tensor: usize = 132;
+pub(crate) const NODE_slice_copy_Tensor: usize = 142;
 /// Index of `select_copy.int` in [`NODES`].
-pub(crate) const NODE_select_copy_int: usize = 133;
+pub(crate) const NODE_select_copy_int: usize = 143;
 /// Index of `unsqueeze_copy` in [`NODES`].
-pub(crate) const NODE_unsqueeze_copy: usize = 134;
+pub(crate) const NODE_unsqueeze_copy: usize = 144;
 /// Index of `squeeze_copy.dim` in [`NODES`].
-pub(crate) const NODE_squeeze_copy_dim: usize = 135;
+pub(crate) const NODE_squeeze_copy_dim: usize = 145;
 /// Index of `alias_copy` in [`NODES`].
-pub(crate) const NODE_alias_copy: usize = 136;
+pub(crate) const NODE_alias_copy: usize = 146;
 /// Index of `as_strided_copy` in [`NODES`].
-pub(crate) const NODE_as_strided_copy: usize = 137;
+pub(crate) const NODE_as_strided_copy: usize = 147;
 /// Index of `detach_copy` in [`NODES`].
-pub(crate) const NODE_detach_copy: usize = 138;
+pub(crate) const NODE_detach_copy: usize = 148;
 /// Index of `slice_scatter` in [`NODES`].
-pub(crate) const NODE_slice_scatter: usize = 139;
+pub(crate) const NODE_slice_scatter: usize = 149;
 /// Index of `select_scatter` in [`NODES`].
-pub(crate) const NODE_select_scatter: usize = 140;
+pub(crate) const NODE_select_scatter: usize = 150;
 /// Index of `as_strided_scatter` in [`NODES`].
-pub(crate) const NODE_as_strided_scatter: usize = 141;
+pub(crate) const NODE_as_strided_scatter: usize = 151;
 /// Index of `diagonal_scatter` in [`NODES`].
-pub(crate) const NODE_diagonal_scatter: usize = 142;
+pub(crate) const NODE_diagonal_scatter: usize = 152;
 /// Index of `diagonal_copy` in [`NODES`].
-pub(crate) const NODE_diagonal_copy: usize = 143;
+pub(crate) const NODE_diagonal_copy: usize = 153;
 /// Index of `squeeze_copy` in [`NODES`].
-pub(crate) const NODE_squeeze_copy: usize = 144;
+pub(crate) const NODE_squeeze_copy: usize = 154;
 /// Index of `squeeze_copy.dims` in [`NODES`].
-pub(crate) const NODE_squeeze_copy_dims: usize = 145;
+pub(crate) const NODE_squeeze_copy_dims: usize = 155;
 /// Index of `view_copy.dtype` in [`NODES`].
-pub(crate) const NODE_view_copy_dtype: usize = 146;
+pub(crate) const NODE_view_copy_dtype: usize = 156;
 /// Index of `unfold_copy` in [`NODES`].
-pub(crate) const NODE_unfold_copy: usize = 147;
+pub(crate) const NODE_unfold_copy: usize = 157;
 /// Index of `split_copy.Tensor` in [`NODES`].
-pub(crate) const NODE_split_copy_Tensor: usize = 148;
+pub(crate) const NODE_split_copy_Tensor: usize = 158;
 /// Index of `split_with_sizes_copy` in [`NODES`].
-pub(crate) const NODE_split_with_sizes_copy: usize = 149;
+pub(crate) const NODE_split_with_sizes_copy: usize = 159;
 /// Index of `unbind_copy.int` in [`NODES`].
-pub(crate) const NODE_unbind_copy_int: usize = 150;
+pub(crate) const NODE_unbind_copy_int: usize = 160;
 /// Index of `lift_fresh_copy` in [`NODES`].
-pub(crate) const NODE_lift_fresh_copy: usize = 151;
+pub(crate) const NODE_lift_fresh_copy: usize = 161;
 /// Index of `narrow_copy` in [`NODES`].
-pub(crate) const NODE_narrow_copy: usize = 152;
+pub(crate) const NODE_narrow_copy: usize = 162;
 /// Index of `unfold_backward` in [`NODES`].
-pub(crate) const NODE_unfold_backward: usize = 153;
+pub(crate) const NODE_unfold_backward: usize = 163;
 /// Index of `flip` in [`NODES`].
-pub(crate) const NODE_flip: usize = 154;
+pub(crate) const NODE_flip: usize = 164;
 /// Index of `roll` in [`NODES`].
-pub(crate) const NODE_roll: usize = 155;
+pub(crate) const NODE_roll: usize = 165;
 /// Index of `repeat` in [`NODES`].
-pub(crate) const NODE_repeat: usize = 156;
+pub(crate) const NODE_repeat: usize = 166;
 /// Index of `index_select` in [`NODES`].
-pub(crate) const NODE_index_select: usize = 157;
+pub(crate) const NODE_index_select: usize = 167;
 /// Index of `gather` in [`NODES`].
-pub(crate) const NODE_gather: usize = 158;
+pub(crate) const NODE_gather: usize = 168;
 /// Index of `scatter.src` in [`NODES`].
-pub(crate) const NODE_scatter_src: usize = 159;
+pub(crate) const NODE_scatter_src: usize = 169;
 /// Index of `scatter.value` in [`NODES`].
-pub(crate) const NODE_scatter_value: usize = 160;
+pub(crate) const NODE_scatter_value: usize = 170;
 /// Index of `scatter.reduce` in [`NODES`].
-pub(crate) const NODE_scatter_reduce: usize = 161;
+pub(crate) const NODE_scatter_reduce: usize = 171;
 /// Index of `scatter.value_reduce` in [`NODES`].
-pub(crate) const NODE_scatter_value_reduce: usize = 162;
+pub(crate) const NODE_scatter_value_reduce: usize = 172;
 /// Index of `scatter_add` in [`NODES`].
-pub(crate) const NODE_scatter_add: usize = 163;
+pub(crate) const NODE_scatter_add: usize = 173;
 /// Index of `tril` in [`NODES`].
-pub(crate) const NODE_tril: usize = 164;
+pub(crate) const NODE_tril: usize = 174;
 /// Index of `triu` in [`NODES`].
-pub(crate) const NODE_triu: usize = 165;
+pub(crate) const NODE_triu: usize = 175;
 /// Index of `sort` in [`NODES`].
-pub(crate) const NODE_sort: usize = 166;
+pub(crate) const NODE_sort: usize = 176;
 /// Index of `sort.stable` in [`NODES`].
-pub(crate) const NODE_sort_stable: usize = 167;
+pub(crate) const NODE_sort_stable: usize = 177;
 /// Index of `topk` in [`NODES`].
-pub(crate) const NODE_topk: usize = 168;
+pub(crate) const NODE_topk: usize = 178;
 /// Index of `cat` in [`NODES`].
-pub(crate) const NODE_cat: usize = 169;
+pub(crate) const NODE_cat: usize = 179;
 /// Index of `stack` in [`NODES`].
-pub(crate) const NODE_stack: usize = 170;
+pub(crate) const NODE_stack: usize = 180;
 /// Index of `block_diag` in [`NODES`].
-pub(crate) const NODE_block_diag: usize = 171;
+pub(crate) const NODE_block_diag: usize = 181;
 /// Index of `index.Tensor` in [`NODES`].
-pub(crate) const NODE_index_Tensor: usize = 172;
+pub(crate) const NODE_index_Tensor: usize = 182;
 /// Index of `index_put` in [`NODES`].
-pub(crate) const NODE_index_put: usize = 173;
+pub(crate) const NODE_index_put: usize = 183;
 /// Index of `_index_put_impl` in [`NODES`].
-pub(crate) const NODE__index_put_impl: usize = 174;
+pub(crate) const NODE__index_put_impl: usize = 184;
 /// Index of `_to_copy` in [`NODES`].
-pub(crate) const NODE__to_copy: usize = 175;
+pub(crate) const NODE__to_copy: usize = 185;
 
 /// One entry per generated node kind.
-pub(crate) static NODES: [NodeInfo; 176] = [
+pub(crate) static NODES: [NodeInfo; 186] = [
     NodeInfo {
         qualified: "aten::div",
         overload: "Tensor_mode",
@@ -1072,6 +1092,106 @@ pub(crate) static NODES: [NodeInfo; 176] = [
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
         lower: super::lowerings_0::lower_where_self,
+    },
+    NodeInfo {
+        qualified: "aten::add",
+        overload: "Scalar",
+        class: "AddScalar",
+        op_hash: Hash128::of_str("aten::add"),
+        arg_names: &["self", "other", "alpha"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_add_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::sub",
+        overload: "Scalar",
+        class: "SubScalar",
+        op_hash: Hash128::of_str("aten::sub"),
+        arg_names: &["self", "other", "alpha"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_sub_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::mul",
+        overload: "Scalar",
+        class: "MulScalar",
+        op_hash: Hash128::of_str("aten::mul"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_mul_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::div",
+        overload: "Scalar",
+        class: "DivScalar",
+        op_hash: Hash128::of_str("aten::div"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_div_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::div",
+        overload: "Scalar_mode",
+        class: "DivScalarMode",
+        op_hash: Hash128::of_str("aten::div"),
+        arg_names: &["self", "other", "rounding_mode"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_div_Scalar_mode,
+    },
+    NodeInfo {
+        qualified: "aten::fmod",
+        overload: "Scalar",
+        class: "FmodScalar",
+        op_hash: Hash128::of_str("aten::fmod"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_fmod_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::remainder",
+        overload: "Scalar",
+        class: "RemainderScalar",
+        op_hash: Hash128::of_str("aten::remainder"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_remainder_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::bitwise_and",
+        overload: "Scalar",
+        class: "BitwiseAndScalar",
+        op_hash: Hash128::of_str("aten::bitwise_and"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_bitwise_and_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::bitwise_or",
+        overload: "Scalar",
+        class: "BitwiseOrScalar",
+        op_hash: Hash128::of_str("aten::bitwise_or"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_bitwise_or_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::bitwise_xor",
+        overload: "Scalar",
+        class: "BitwiseXorScalar",
+        op_hash: Hash128::of_str("aten::bitwise_xor"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_bitwise_xor_Scalar,
     },
     NodeInfo {
         qualified: "aten::all",

@@ -162,18 +162,23 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(wrapper_Lazy_add_Tensor::<K>).debug("wrapper_Lazy_add_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("add.out", Kernel::typed::<op::add_out>(wrapper_Lazy_add_out::<K>).debug("wrapper_Lazy_add_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(wrapper_Lazy_add__Tensor::<K>).debug("wrapper_Lazy_add__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("add.Scalar", Kernel::typed::<op::add_Scalar>(wrapper_Lazy_add_Scalar::<K>).debug("wrapper_Lazy_add_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("div.Tensor", Kernel::typed::<op::div_Tensor>(wrapper_Lazy_div_Tensor::<K>).debug("wrapper_Lazy_div_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("div.out", Kernel::typed::<op::div_out>(wrapper_Lazy_div_out::<K>).debug("wrapper_Lazy_div_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("div_.Tensor", Kernel::typed::<op::div__Tensor>(wrapper_Lazy_div__Tensor::<K>).debug("wrapper_Lazy_div__Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("div.Tensor_mode", Kernel::typed::<op::div_Tensor_mode>(wrapper_Lazy_div_Tensor_mode::<K>).debug("wrapper_Lazy_div_Tensor_mode").for_key(DispatchKey::Lazy))?;
     lib.impl_("div.out_mode", Kernel::typed::<op::div_out_mode>(wrapper_Lazy_div_out_mode::<K>).debug("wrapper_Lazy_div_out_mode").for_key(DispatchKey::Lazy))?;
     lib.impl_("div_.Tensor_mode", Kernel::typed::<op::div__Tensor_mode>(wrapper_Lazy_div__Tensor_mode::<K>).debug("wrapper_Lazy_div__Tensor_mode").for_key(DispatchKey::Lazy))?;
+    lib.impl_("div.Scalar", Kernel::typed::<op::div_Scalar>(wrapper_Lazy_div_Scalar::<K>).debug("wrapper_Lazy_div_Scalar").for_key(DispatchKey::Lazy))?;
+    lib.impl_("div.Scalar_mode", Kernel::typed::<op::div_Scalar_mode>(wrapper_Lazy_div_Scalar_mode::<K>).debug("wrapper_Lazy_div_Scalar_mode").for_key(DispatchKey::Lazy))?;
     lib.impl_("mul.Tensor", Kernel::typed::<op::mul_Tensor>(wrapper_Lazy_mul_Tensor::<K>).debug("wrapper_Lazy_mul_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("mul.out", Kernel::typed::<op::mul_out>(wrapper_Lazy_mul_out::<K>).debug("wrapper_Lazy_mul_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("mul_.Tensor", Kernel::typed::<op::mul__Tensor>(wrapper_Lazy_mul__Tensor::<K>).debug("wrapper_Lazy_mul__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("mul.Scalar", Kernel::typed::<op::mul_Scalar>(wrapper_Lazy_mul_Scalar::<K>).debug("wrapper_Lazy_mul_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("sub.Tensor", Kernel::typed::<op::sub_Tensor>(wrapper_Lazy_sub_Tensor::<K>).debug("wrapper_Lazy_sub_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("sub.out", Kernel::typed::<op::sub_out>(wrapper_Lazy_sub_out::<K>).debug("wrapper_Lazy_sub_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("sub_.Tensor", Kernel::typed::<op::sub__Tensor>(wrapper_Lazy_sub__Tensor::<K>).debug("wrapper_Lazy_sub__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sub.Scalar", Kernel::typed::<op::sub_Scalar>(wrapper_Lazy_sub_Scalar::<K>).debug("wrapper_Lazy_sub_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("logical_xor", Kernel::typed::<op::logical_xor>(wrapper_Lazy_logical_xor::<K>).debug("wrapper_Lazy_logical_xor").for_key(DispatchKey::Lazy))?;
     lib.impl_("logical_xor.out", Kernel::typed::<op::logical_xor_out>(wrapper_Lazy_logical_xor_out::<K>).debug("wrapper_Lazy_logical_xor_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("logical_and", Kernel::typed::<op::logical_and>(wrapper_Lazy_logical_and::<K>).debug("wrapper_Lazy_logical_and").for_key(DispatchKey::Lazy))?;
@@ -207,12 +212,15 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("bitwise_and.Tensor", Kernel::typed::<op::bitwise_and_Tensor>(wrapper_Lazy_bitwise_and_Tensor::<K>).debug("wrapper_Lazy_bitwise_and_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("bitwise_and.Tensor_out", Kernel::typed::<op::bitwise_and_Tensor_out>(wrapper_Lazy_bitwise_and_Tensor_out::<K>).debug("wrapper_Lazy_bitwise_and_Tensor_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("bitwise_and_.Tensor", Kernel::typed::<op::bitwise_and__Tensor>(wrapper_Lazy_bitwise_and__Tensor::<K>).debug("wrapper_Lazy_bitwise_and__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_and.Scalar", Kernel::typed::<op::bitwise_and_Scalar>(wrapper_Lazy_bitwise_and_Scalar::<K>).debug("wrapper_Lazy_bitwise_and_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("bitwise_or.Tensor", Kernel::typed::<op::bitwise_or_Tensor>(wrapper_Lazy_bitwise_or_Tensor::<K>).debug("wrapper_Lazy_bitwise_or_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("bitwise_or.Tensor_out", Kernel::typed::<op::bitwise_or_Tensor_out>(wrapper_Lazy_bitwise_or_Tensor_out::<K>).debug("wrapper_Lazy_bitwise_or_Tensor_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("bitwise_or_.Tensor", Kernel::typed::<op::bitwise_or__Tensor>(wrapper_Lazy_bitwise_or__Tensor::<K>).debug("wrapper_Lazy_bitwise_or__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_or.Scalar", Kernel::typed::<op::bitwise_or_Scalar>(wrapper_Lazy_bitwise_or_Scalar::<K>).debug("wrapper_Lazy_bitwise_or_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("bitwise_xor.Tensor", Kernel::typed::<op::bitwise_xor_Tensor>(wrapper_Lazy_bitwise_xor_Tensor::<K>).debug("wrapper_Lazy_bitwise_xor_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("bitwise_xor.Tensor_out", Kernel::typed::<op::bitwise_xor_Tensor_out>(wrapper_Lazy_bitwise_xor_Tensor_out::<K>).debug("wrapper_Lazy_bitwise_xor_Tensor_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("bitwise_xor_.Tensor", Kernel::typed::<op::bitwise_xor__Tensor>(wrapper_Lazy_bitwise_xor__Tensor::<K>).debug("wrapper_Lazy_bitwise_xor__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_xor.Scalar", Kernel::typed::<op::bitwise_xor_Scalar>(wrapper_Lazy_bitwise_xor_Scalar::<K>).debug("wrapper_Lazy_bitwise_xor_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("ne.Scalar", Kernel::typed::<op::ne_Scalar>(wrapper_Lazy_ne_Scalar::<K>).debug("wrapper_Lazy_ne_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("ne.Scalar_out", Kernel::typed::<op::ne_Scalar_out>(wrapper_Lazy_ne_Scalar_out::<K>).debug("wrapper_Lazy_ne_Scalar_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("ne_.Scalar", Kernel::typed::<op::ne__Scalar>(wrapper_Lazy_ne__Scalar::<K>).debug("wrapper_Lazy_ne__Scalar").for_key(DispatchKey::Lazy))?;
@@ -246,9 +254,11 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("atan2", Kernel::typed::<op::atan2>(wrapper_Lazy_atan2::<K>).debug("wrapper_Lazy_atan2").for_key(DispatchKey::Lazy))?;
     lib.impl_("atan2.out", Kernel::typed::<op::atan2_out>(wrapper_Lazy_atan2_out::<K>).debug("wrapper_Lazy_atan2_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("atan2_", Kernel::typed::<op::atan2_>(wrapper_Lazy_atan2_::<K>).debug("wrapper_Lazy_atan2_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("fmod.Scalar", Kernel::typed::<op::fmod_Scalar>(wrapper_Lazy_fmod_Scalar::<K>).debug("wrapper_Lazy_fmod_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("fmod.Tensor", Kernel::typed::<op::fmod_Tensor>(wrapper_Lazy_fmod_Tensor::<K>).debug("wrapper_Lazy_fmod_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("fmod.Tensor_out", Kernel::typed::<op::fmod_Tensor_out>(wrapper_Lazy_fmod_Tensor_out::<K>).debug("wrapper_Lazy_fmod_Tensor_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("fmod_.Tensor", Kernel::typed::<op::fmod__Tensor>(wrapper_Lazy_fmod__Tensor::<K>).debug("wrapper_Lazy_fmod__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("remainder.Scalar", Kernel::typed::<op::remainder_Scalar>(wrapper_Lazy_remainder_Scalar::<K>).debug("wrapper_Lazy_remainder_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("remainder.Tensor", Kernel::typed::<op::remainder_Tensor>(wrapper_Lazy_remainder_Tensor::<K>).debug("wrapper_Lazy_remainder_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("remainder.Tensor_out", Kernel::typed::<op::remainder_Tensor_out>(wrapper_Lazy_remainder_Tensor_out::<K>).debug("wrapper_Lazy_remainder_Tensor_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("remainder_.Tensor", Kernel::typed::<op::remainder__Tensor>(wrapper_Lazy_remainder__Tensor::<K>).debug("wrapper_Lazy_remainder__Tensor").for_key(DispatchKey::Lazy))?;
@@ -1277,6 +1287,11 @@ fn wrapper_Lazy_add__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,
     Ok(self_.clone())
 }
 
+/// `add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_add_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    K::add_Scalar(self_, other, alpha)
+}
+
 /// `div.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_div_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     K::div_Tensor(self_, other)
@@ -1315,6 +1330,16 @@ fn wrapper_Lazy_div__Tensor_mode<K: LazyNativeFunctions>(_ks: DispatchKeySet, (s
     Ok(self_.clone())
 }
 
+/// `div.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_div_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::div_Scalar(self_, other)
+}
+
+/// `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_div_Scalar_mode<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
+    K::div_Scalar_mode(self_, other, rounding_mode)
+}
+
 /// `mul.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_mul_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     K::mul_Tensor(self_, other)
@@ -1334,6 +1359,11 @@ fn wrapper_Lazy_mul__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,
     Ok(self_.clone())
 }
 
+/// `mul.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_mul_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::mul_Scalar(self_, other)
+}
+
 /// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_sub_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     K::sub_Tensor(self_, other, alpha)
@@ -1351,6 +1381,11 @@ fn wrapper_Lazy_sub__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,
     let functional_result = K::sub_Tensor(self_, other, alpha)?;
     switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
+}
+
+/// `sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_sub_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    K::sub_Scalar(self_, other, alpha)
 }
 
 /// `logical_xor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
@@ -1560,6 +1595,11 @@ fn wrapper_Lazy_bitwise_and__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet,
     Ok(self_.clone())
 }
 
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_bitwise_and_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::bitwise_and_Scalar(self_, other)
+}
+
 /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_bitwise_or_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     K::bitwise_or_Tensor(self_, other)
@@ -1579,6 +1619,11 @@ fn wrapper_Lazy_bitwise_or__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, 
     Ok(self_.clone())
 }
 
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_bitwise_or_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::bitwise_or_Scalar(self_, other)
+}
+
 /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_bitwise_xor_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     K::bitwise_xor_Tensor(self_, other)
@@ -1596,6 +1641,11 @@ fn wrapper_Lazy_bitwise_xor__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet,
     let functional_result = K::bitwise_xor_Tensor(self_, other)?;
     switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
+}
+
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_bitwise_xor_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::bitwise_xor_Scalar(self_, other)
 }
 
 /// `ne.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
@@ -1807,6 +1857,11 @@ fn wrapper_Lazy_atan2_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, othe
     Ok(self_.clone())
 }
 
+/// `fmod.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_fmod_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::fmod_Scalar(self_, other)
+}
+
 /// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_fmod_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     K::fmod_Tensor(self_, other)
@@ -1824,6 +1879,11 @@ fn wrapper_Lazy_fmod__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_
     let functional_result = K::fmod_Tensor(self_, other)?;
     switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
+}
+
+/// `remainder.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_remainder_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::remainder_Scalar(self_, other)
 }
 
 /// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)

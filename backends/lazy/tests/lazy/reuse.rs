@@ -41,6 +41,8 @@ const ADD_REUSED: &str = "IrNodeReused_torch::lazy::AddTensor";
 #[test]
 fn l01_reuse_add() {
     let _g = setup();
+    // L2 and L3 trace this step's graph too: whichever test runs first compiles it.
+    switchyard_lazy::executor::clear_computation_cache();
     let _r = Reuse::on();
     let (x, y) = (sample(&[2, 3, 4], 1), sample(&[2, 3, 4], 2));
     let z = op::zeros::call(&[2, 3, 4], None, None, None, None).unwrap();

@@ -251,6 +251,42 @@ fn structured_meta(input: &GenInput, function: usize) -> Option<String> {
     Some(unambiguous_name(&f.schema).to_lowercase())
 }
 
+/// A `Scalar` overload whose `Tensor` counterpart is structured (`mul.Scalar` → `mul.Tensor`,
+/// `div.Scalar_mode` → `div.Tensor_mode`; same arguments but `other`): its shape comes from the
+/// counterpart's meta function with `other` as a wrapped number, exactly what the
+/// CompositeExplicitAutograd kernel (`mul(self, wrapped_scalar_tensor(other))`) would trace,
+/// checks and messages included. Returns the counterpart's meta name and the position of
+/// `other`.
+fn scalar_overload_meta(input: &GenInput, function: usize) -> Option<(String, usize)> {
+    let f = &input.functions[function];
+    let tensor_overload = f.schema.name.overload_name.replacen("Scalar", "Tensor", 1);
+    if !f.schema.name.overload_name.starts_with("Scalar") || tensor_overload == "Tensor_Tensor" {
+        return None;
+    }
+    let (g, _) = input.functions.iter().enumerate().find(|(_, g)| {
+        g.schema.name.name == f.schema.name.name && g.schema.name.overload_name == tensor_overload
+    })?;
+    let (fa, ga) = (
+        &input.functions[function].schema.arguments,
+        &input.functions[g].schema.arguments,
+    );
+    if fa.len() != ga.len() {
+        return None;
+    }
+    let mut other = None;
+    for (i, (x, y)) in fa.iter().zip(ga).enumerate() {
+        if x.name != y.name {
+            return None;
+        }
+        match (classify(x).ok()?, classify(y).ok()?) {
+            (ArgClass::Scalar, ArgClass::Tensor) if other.is_none() => other = Some(i),
+            (a, b) if a == b => {}
+            _ => return None,
+        }
+    }
+    Some((structured_meta(input, g)?, other?))
+}
+
 fn kernel_name(yaml: &BackendYaml, function: usize, f: &GenFunction) -> String {
     yaml.supported
         .iter()
@@ -352,6 +388,27 @@ fn trace_kernel(
             .collect();
         body.push_str(&format!(
             "    // Structured: the meta function on the lazy tensors themselves.\n    let meta = switchyard_ops::meta::{meta}({}, Outs::Functional);\n    let meta = switchyard_ops::structured::meta_ok(&meta)?;\n    let shapes = shapes_of_specs(&meta.outputs);\n",
+            args.join(", ")
+        ));
+    } else if let Some((meta, other)) = scalar_overload_meta(input, function) {
+        let args: Vec<String> = f
+            .schema
+            .arguments
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let n = arg_name(&a.name);
+                if i == other {
+                    format!("&wrapped_scalar({n})?")
+                } else if classify(a).ok() == Some(ArgClass::Scalar) {
+                    format!("{n}.clone()")
+                } else {
+                    n
+                }
+            })
+            .collect();
+        body.push_str(&format!(
+            "    // A Scalar overload: the Tensor overload's meta function with a wrapped number.\n    let meta = switchyard_ops::meta::{meta}({}, Outs::Functional);\n    let meta = switchyard_ops::structured::meta_ok(&meta)?;\n    let shapes = shapes_of_specs(&meta.outputs);\n",
             args.join(", ")
         ));
     } else {
@@ -565,7 +622,7 @@ fn kernels_file(
     out.push_str(
         "use crate::ir::Attr;\n\
          use crate::metrics::Counter;\n\
-         use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors};\n\
+         use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors, wrapped_scalar};\n\
          use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};\n\
          use switchyard_ops::op;\n\
          use switchyard_ops::structured::Outs;\n\n",
