@@ -85,6 +85,25 @@ pub const DEVICE_DATA_SEED: Hash128 = Hash128::of_u64(101);
 const OPERAND_TAG: Hash128 = Hash128::of_str("operand");
 const LIST_TAG: Hash128 = Hash128::of_str("list");
 
+/// `OPERAND_TAG.with_u64(i)` of the first operand numbers.
+const OPERAND_HASHES: [Hash128; 8] = {
+    let mut t = [OPERAND_TAG; 8];
+    let mut i = 0;
+    while i < 8 {
+        t[i] = OPERAND_TAG.with_u64(i as u64);
+        i += 1;
+    }
+    t
+};
+
+/// The hash of a reference to operand `i` in a node's arguments.
+fn operand_hash(i: u32) -> Hash128 {
+    match OPERAND_HASHES.get(i as usize) {
+        Some(h) => *h,
+        None => OPERAND_TAG.with_u64(u64::from(i)),
+    }
+}
+
 /// The operator hash of device-data leaves.
 pub const DEVICE_DATA_OP: Hash128 = Hash128::of_str("lazy_tensors::device_data");
 
@@ -460,13 +479,13 @@ impl Node {
         let mut seed = Hash128::of_u64(args.len() as u64);
         for a in &args {
             seed = seed.combine(match a {
-                Arg::Operand(i) => OPERAND_TAG.with_u64(u64::from(*i)),
+                Arg::Operand(i) => operand_hash(*i),
                 Arg::Absent => K_NULL_OPT,
                 Arg::List(items) => {
                     let mut h = LIST_TAG.with_u64(items.len() as u64);
                     for item in items {
                         h = h.combine(match item {
-                            Some(i) => OPERAND_TAG.with_u64(u64::from(*i)),
+                            Some(i) => operand_hash(*i),
                             None => K_NULL_OPT,
                         });
                     }
