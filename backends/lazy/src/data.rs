@@ -1,6 +1,7 @@
 //! Backend data (B.7.7, B.7.8): what a device-data leaf holds. Device memory is host memory, so
 //! data is a CPU tensor or a scalar; a placeholder is data not yet filled by an execution.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -146,10 +147,29 @@ pub fn scalar_leaf(s: &Scalar) -> Arc<Node> {
     if crate::trie::reuse_ir() {
         return crate::trie::leaf(scalar_data(s));
     }
-    with_entry(s, |e| {
-        Arc::clone(
-            e.leaf
-                .get_or_insert_with(|| Arc::new(Node::device_data(Arc::clone(&e.data)))),
-        )
+    // The calling thread's last few leaves first, without the cache's lock: a traced step
+    // uses a handful of values over and over. A leaf found here may have left the shared
+    // cache meanwhile; it is still the same value's one leaf and parameter.
+    const FRONT: usize = 8;
+    thread_local! {
+        static RECENT: RefCell<Vec<(CacheKey, Arc<Node>)>> = const { RefCell::new(Vec::new()) };
+    }
+    let key = scalar_key(s);
+    RECENT.with(|cell| {
+        let mut recent = cell.borrow_mut();
+        if let Some((_, leaf)) = recent.iter().find(|(k, _)| *k == key) {
+            return Arc::clone(leaf);
+        }
+        let leaf = with_entry(s, |e| {
+            Arc::clone(
+                e.leaf
+                    .get_or_insert_with(|| Arc::new(Node::device_data(Arc::clone(&e.data)))),
+            )
+        });
+        if recent.len() == FRONT {
+            recent.remove(0);
+        }
+        recent.push((key, Arc::clone(&leaf)));
+        leaf
     })
 }

@@ -2,7 +2,7 @@
 //! structural 128-bit hash that leaves data out; post-order.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use smallvec::SmallVec;
@@ -159,9 +159,11 @@ impl fmt::Display for Shape {
 #[allow(missing_docs)]
 pub enum Attr {
     Int(i64),
-    Ints(DimVec),
+    /// Boxed, as `OptInts`: an inline list would make every argument (and so every node)
+    /// several times larger, and nodes are moved and allocated per traced operator.
+    Ints(Box<[i64]>),
     OptInt(Option<i64>),
-    OptInts(Option<DimVec>),
+    OptInts(Option<Box<[i64]>>),
     Bool(bool),
     OptBool(Option<bool>),
     Float(f64),
@@ -212,9 +214,9 @@ macro_rules! attr_from {
     };
 }
 attr_from!(i64, v, Attr::Int(v));
-attr_from!(&[i64], v, Attr::Ints(DimVec::from_slice(v)));
+attr_from!(&[i64], v, Attr::Ints(v.into()));
 attr_from!(Option<i64>, v, Attr::OptInt(v));
-attr_from!(Option<&[i64]>, v, Attr::OptInts(v.map(DimVec::from_slice)));
+attr_from!(Option<&[i64]>, v, Attr::OptInts(v.map(Into::into)));
 attr_from!(bool, v, Attr::Bool(v));
 attr_from!(Option<bool>, v, Attr::OptBool(v));
 attr_from!(f64, v, Attr::Float(v));
@@ -291,7 +293,7 @@ impl fmt::Display for Attr {
         }
         match self {
             Attr::Int(v) => write!(f, "{v}"),
-            Attr::Ints(v) => write!(f, "{:?}", v.as_slice()),
+            Attr::Ints(v) => write!(f, "{:?}", &v[..]),
             Attr::OptInt(v) => f.write_str(&opt(v)),
             Attr::OptInts(v) => f.write_str(&opt(&v.as_ref().map(|d| d.to_vec()))),
             Attr::Bool(v) => write!(f, "{}", u8::from(*v)),
@@ -586,8 +588,12 @@ pub fn post_order(roots: &[&Arc<Node>]) -> Result<Vec<Arc<Node>>> {
         Emitting,
         Emitted,
     }
-    let mut marks: NodeMap<Mark> = NodeMap::default();
-    let mut order = Vec::new();
+    // Sized after the previous graph (a step usually repeats the last one): no rehashing
+    // while a 1000-node graph is walked.
+    static LAST_SIZE: AtomicUsize = AtomicUsize::new(0);
+    let hint = LAST_SIZE.load(Ordering::Relaxed);
+    let mut marks: NodeMap<Mark> = NodeMap::with_capacity_and_hasher(hint, FastHash::default());
+    let mut order = Vec::with_capacity(hint);
     for root in roots {
         let mut stack: Vec<(Arc<Node>, usize)> = vec![(Arc::clone(root), 0)];
         if marks.contains_key(&Arc::as_ptr(root)) {
@@ -617,6 +623,7 @@ pub fn post_order(roots: &[&Arc<Node>]) -> Result<Vec<Arc<Node>>> {
             }
         }
     }
+    LAST_SIZE.store(order.len(), Ordering::Relaxed);
     Ok(order)
 }
 

@@ -475,11 +475,11 @@ impl<'a> LowerArgs<'a> {
     attr_getter!(/// Attribute `i` as `int`.
         int, Int, i64, |v: &i64| *v);
     attr_getter!(/// Attribute `i` as `int[]`.
-        ints, Ints, &'a [i64], |v: &'a switchyard_core::DimVec| v.as_slice());
+        ints, Ints, &'a [i64], |v: &'a [i64]| v);
     attr_getter!(/// Attribute `i` as `int?`.
         opt_int, OptInt, Option<i64>, |v: &Option<i64>| *v);
     attr_getter!(/// Attribute `i` as `int[]?`.
-        opt_ints, OptInts, Option<&'a [i64]>, |v: &'a Option<switchyard_core::DimVec>| v.as_deref());
+        opt_ints, OptInts, Option<&'a [i64]>, |v: &'a Option<Box<[i64]>>| v.as_deref());
     attr_getter!(/// Attribute `i` as `bool`.
         bool, Bool, bool, |v: &bool| *v);
     attr_getter!(/// Attribute `i` as `bool?`.
