@@ -96,6 +96,25 @@ const OPERAND_HASHES: [Hash128; 8] = {
     t
 };
 
+/// `Hash128::of_u64(i)` of small counts and indices (argument counts, output indices).
+const SMALL_HASHES: [Hash128; 8] = {
+    let mut t = [Hash128(0); 8];
+    let mut i = 0;
+    while i < 8 {
+        t[i] = Hash128::of_u64(i as u64);
+        i += 1;
+    }
+    t
+};
+
+/// `Hash128::of_u64(v)`, from the table when small (same value, no mixing per traced node).
+fn small_hash(v: usize) -> Hash128 {
+    match SMALL_HASHES.get(v) {
+        Some(h) => *h,
+        None => Hash128::of_u64(v as u64),
+    }
+}
+
 /// The hash of a reference to operand `i` in a node's arguments.
 fn operand_hash(i: u32) -> Hash128 {
     match OPERAND_HASHES.get(i as usize) {
@@ -447,7 +466,8 @@ impl Output {
 
     /// The hash of the output: its node's hash and the index.
     pub fn hash(&self) -> Hash128 {
-        self.node.hash.with_u64(self.index as u64)
+        // `with_u64(index)`, the index's own hash from the table.
+        self.node.hash.combine(small_hash(self.index))
     }
 }
 
@@ -478,7 +498,7 @@ impl Node {
         args: SmallVec<[Arg; 4]>,
         shapes: SmallVec<[Shape; 1]>,
     ) -> Node {
-        let mut seed = Hash128::of_u64(args.len() as u64);
+        let mut seed = small_hash(args.len());
         for a in &args {
             seed = seed.combine(match a {
                 Arg::Operand(i) => operand_hash(*i),
