@@ -1,7 +1,9 @@
 //! The fusing compiler (plan §5): a graph's post-order lowered to a [`Program`] over the CPU
 //! kernels, after common-subexpression elimination, dead-code elimination, view-copy elision
 //! and element-wise fusion (`fuse.rs`, run by `switchyard_cpu::fused`), scheduled in creation
-//! order with every intermediate dropped after its last reader.
+//! order with every intermediate dropped after its last reader; scatters write into their
+//! dying base, parameters included when donated (`scatter.rs`), and fused outputs into a
+//! buffer that died just before (`buffers.rs`).
 //!
 //! The naive backend (`executor.rs`: one lowering call per node) stays as the reference:
 //! [`set_compiler`]`(CompilerKind::Naive)`.
