@@ -538,6 +538,22 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
             st.ir = None;
         }
     }
+    // Donation (`compiler/scatter.rs`): a parameter the program would write in place gives
+    // its buffer to this run when no IR outside it can read the device data again; its value
+    // leaves the device data, so the program's run-time count sees the buffer unshared. (After
+    // a failed execution such data stays empty: the run may have written it.)
+    if sync_ltc_data && !program.donation_candidates().is_empty() {
+        let ok = compiler::scatter::donatable(
+            &graph.order,
+            &roots,
+            &graph.param_of,
+            &graph.params,
+            program.donation_candidates(),
+        );
+        for (d, _) in graph.params.iter().zip(ok).filter(|(_, ok)| *ok) {
+            d.clear();
+        }
+    }
     let result = {
         let _lock = DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
         let start = Instant::now();

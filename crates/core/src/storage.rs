@@ -141,6 +141,18 @@ pub type ExternalOwner = Box<dyn Any + Send + Sync>;
 #[cfg(target_os = "linux")]
 pub const MAPPED_HOST_BYTES: usize = 32 << 20;
 
+/// The threshold in use: [`MAPPED_HOST_BYTES`] unless [`set_mapped_host_bytes`] changed it.
+#[cfg(target_os = "linux")]
+static MAPPED_THRESHOLD: AtomicUsize = AtomicUsize::new(MAPPED_HOST_BYTES);
+
+/// Sets the size from which zeroed host buffers are fresh memory mappings (`usize::MAX`:
+/// never), returning the previous one. For measurements: a counting global allocator (the
+/// lazy backend's peak-memory test) sees every buffer only when none is mapped.
+#[cfg(target_os = "linux")]
+pub fn set_mapped_host_bytes(n: usize) -> usize {
+    MAPPED_THRESHOLD.swap(n, Ordering::Relaxed)
+}
+
 #[cfg(target_os = "linux")]
 mod mapped {
     //! Large zeroed host buffers as anonymous memory mappings.
@@ -209,7 +221,7 @@ impl HostBuffer {
             return Ok(Self::inline(len));
         }
         #[cfg(target_os = "linux")]
-        if len >= MAPPED_HOST_BYTES
+        if len >= MAPPED_THRESHOLD.load(Ordering::Relaxed)
             && let Some(ptr) = mapped::map_zeroed(len)
         {
             return Ok(HostBuffer {

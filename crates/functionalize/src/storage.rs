@@ -33,7 +33,6 @@ impl fmt::Debug for Update {
 
 struct StorageState {
     base: Tensor,
-    original_base: Tensor,
     updates: Vec<Update>,
 }
 
@@ -49,6 +48,10 @@ pub struct FunctionalStorage {
     mutations_no_grad_or_inference: AtomicU64,
     /// A [`crate::autograd::LeafGrad`], set by the transform (plan §7.3).
     leaf_requires_grad: AtomicU8,
+    /// [`FunctionalStorage::nbytes`], from the base the group was made from. Only the size is
+    /// kept (PyTorch's `original_storage_size_`): holding that base would keep its data alive
+    /// after every update replaced it (a whole parameter's worth per mutated tensor).
+    original_nbytes: usize,
 }
 
 impl fmt::Debug for FunctionalStorage {
@@ -74,17 +77,24 @@ impl FunctionalStorage {
 
     /// [`FunctionalStorage::new`] for a base known to be below the layer (a wrapper's value).
     pub(crate) fn of_value(base: Tensor) -> Arc<FunctionalStorage> {
+        let original_nbytes = base.storage_ref().map_or_else(
+            || {
+                usize::try_from(base.geometry().required_elements()).unwrap_or(0)
+                    * base.element_size()
+            },
+            |s| s.nbytes(),
+        );
         Arc::new(FunctionalStorage {
             generation: AtomicU64::new(0),
             frozen: AtomicBool::new(false),
             state: Mutex::new(StorageState {
-                original_base: base.clone(),
                 base,
                 updates: Vec::new(),
             }),
             mutations: AtomicU64::new(0),
             mutations_no_grad_or_inference: AtomicU64::new(0),
             leaf_requires_grad: AtomicU8::new(LeafGrad::No as u8),
+            original_nbytes,
         })
     }
 
@@ -111,22 +121,12 @@ impl FunctionalStorage {
         (st.base.clone(), self.generation())
     }
 
-    /// The base the storage was created with.
-    pub fn original_base(&self) -> Tensor {
-        self.lock().original_base.clone()
-    }
-
     /// The bytes of eager storage the group stands for (PyTorch's `FunctionalStorageImpl`
     /// size): the storage of the tensor the group was made from, or, for a tensor without
     /// storage, what its geometry reaches. `resize_` compares with it to tell growth (a new
     /// storage) from shrinking (a view).
     pub fn nbytes(&self) -> usize {
-        let st = self.lock();
-        let b = &st.original_base;
-        b.storage_ref().map_or_else(
-            || usize::try_from(b.geometry().required_elements()).unwrap_or(0) * b.element_size(),
-            |s| s.nbytes(),
-        )
+        self.original_nbytes
     }
 
     /// How many updates are queued.

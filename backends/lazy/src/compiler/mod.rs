@@ -1,12 +1,16 @@
 //! The fusing compiler (plan §5): a graph's post-order lowered to a [`Program`] over the CPU
 //! kernels, after common-subexpression elimination, dead-code elimination, view-copy elision
 //! and element-wise fusion (`fuse.rs`, run by `switchyard_cpu::fused`), scheduled in creation
-//! order with every intermediate dropped after its last reader.
+//! order with every intermediate dropped after its last reader; scatters write into their
+//! dying base, parameters included when donated (`scatter.rs`), and fused outputs into a
+//! buffer that died just before (`buffers.rs`).
 //!
 //! The naive backend (`executor.rs`: one lowering call per node) stays as the reference:
 //! [`set_compiler`]`(CompilerKind::Naive)`.
 
+mod buffers;
 mod fuse;
+pub(crate) mod scatter;
 mod views;
 
 use std::collections::HashMap;
@@ -68,6 +72,11 @@ pub trait Computation: Send + Sync {
     /// from an earlier graph whose generators hashed equal (same seeds) but are other objects,
     /// so each random node draws from the current graph's generator.
     fn execute(&self, params: &[Val], generators: &[Generator]) -> Result<Vec<Val>>;
+    /// Parameters the program writes in place when the executor donates them (their value
+    /// removed from the device data for the run, `scatter.rs`); the naive program has none.
+    fn donation_candidates(&self) -> &[usize] {
+        &[]
+    }
 }
 
 /// Whether `a` is an explicit generator argument.
@@ -122,6 +131,10 @@ enum Instr {
         ins: SmallVec<[usize; 4]>,
         out: usize,
         spare: Spare,
+        /// A slot whose buffer dies just before this instruction and has the output's
+        /// layout (`buffers.rs`), with the fused instruction that produced it: the output is
+        /// written into it when nothing else holds it.
+        reuse: Option<(usize, Option<usize>)>,
     },
     /// A fusion group as the prologue of softmax / log_softmax over the last dimension.
     FusedSoftmax {
@@ -131,6 +144,21 @@ enum Instr {
         ins: SmallVec<[usize; 4]>,
         out: usize,
         spare: Spare,
+        /// As [`Instr::Fused`]'s.
+        reuse: Option<(usize, Option<usize>)>,
+    },
+    /// A `*_scatter` whose base dies here (`scatter.rs`): written into the base's buffer when
+    /// nothing else sees it at run time, else the CPU kernel (which copies the base).
+    Scatter {
+        kind: scatter::ScatterKind,
+        info: &'static NodeInfo,
+        args: SmallVec<[Arg; 4]>,
+        ins: SmallVec<[usize; 4]>,
+        out: usize,
+        shape: Shape,
+        /// The fused instruction producing the base, if any: its spare handle on the base's
+        /// storage does not count as a reader.
+        producer: Option<usize>,
     },
     /// The slot's last reader has run.
     Free(usize),
@@ -176,6 +204,15 @@ impl Spare {
         Some(t)
     }
 
+    /// Whether the kept buffer is `s` (this handle only keeps memory, it never reads it).
+    fn holds(&self, s: &Storage) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|k| k.is_alias_of(s))
+    }
+
     /// Keeps `t`'s buffer for the next run (if large enough and within the budget).
     fn keep(&self, t: &Tensor) {
         let Some(storage) = t.storage() else { return };
@@ -219,6 +256,8 @@ pub struct Program {
     instrs: Vec<Instr>,
     results: Vec<usize>,
     stats: Stats,
+    /// Parameters whose buffer a scatter writes in place when the executor donates it.
+    donations: Vec<usize>,
 }
 
 /// What the passes did (shown in the text, checked by the tests).
@@ -234,6 +273,12 @@ pub struct Stats {
     pub groups: usize,
     /// Nodes inside fusion groups.
     pub fused_nodes: usize,
+    /// Scatters written into their dying base's buffer (when unshared at run time).
+    pub in_place_scatters: usize,
+    /// Parameters those scatters write in place when donated.
+    pub donations: usize,
+    /// Fused outputs written into a buffer that died just before.
+    pub reused_buffers: usize,
 }
 
 impl Program {
@@ -433,6 +478,7 @@ pub(crate) fn compile(
                 ins: inputs.iter().map(|o| slot(*o)).collect(),
                 out: slot_of[i],
                 spare: Spare::new(),
+                reuse: None,
             });
         } else if let Some(g) = groups.tail_of.get(&i) {
             let (kernel, inputs) = fuse::build(order, &operands, g)?;
@@ -444,6 +490,7 @@ pub(crate) fn compile(
                 ins: inputs.iter().map(|o| slot(*o)).collect(),
                 out: slot_of[i],
                 spare: Spare::new(),
+                reuse: None,
             });
         } else if !is_root[i] && views::is_view_copy(info) {
             stats.views += 1;
@@ -469,23 +516,24 @@ pub(crate) fn compile(
         }
     }
     let results: Vec<usize> = root_vals.iter().map(|r| slot(*r)).collect();
-    // 7. Liveness: drop each slot after its last reader (parameters and results are kept).
-    let mut last_read: HashMap<usize, usize> = HashMap::new();
-    for (k, ins) in instrs.iter().enumerate() {
-        let reads = match ins {
-            Instr::Call { ins, .. }
-            | Instr::View { ins, .. }
-            | Instr::Fused { ins, .. }
-            | Instr::FusedSoftmax { ins, .. } => ins,
-            Instr::Free(_) => continue,
-        };
-        for &s in reads {
-            last_read.insert(s, k);
-        }
-    }
+    // 7. Memory: scatters whose base dies write into it (scatter.rs); fused outputs take a
+    //    buffer that died just before (buffers.rs); every other slot is dropped after its last
+    //    reader (parameters and results are kept).
+    let last_read = buffers::last_reads(&instrs);
+    let (scatters, donations) = scatter::plan(&mut instrs, &last_read, n_params, &results);
+    stats.in_place_scatters = scatters;
+    stats.donations = donations.len();
+    let deferred = buffers::plan(
+        &mut instrs,
+        &last_read,
+        &slot_shapes(order, &slot_of),
+        n_params,
+        &results,
+    );
+    stats.reused_buffers = deferred.len();
     let mut frees: Vec<Vec<usize>> = vec![Vec::new(); instrs.len()];
-    for (s, k) in last_read {
-        if s >= n_params && !results.contains(&s) {
+    for (&s, &k) in &last_read {
+        if s >= n_params && !results.contains(&s) && !deferred.contains(&s) {
             frees[k].push(s);
         }
     }
@@ -495,13 +543,53 @@ pub(crate) fn compile(
         fr.sort_unstable();
         with_frees.extend(fr.into_iter().map(Instr::Free));
     }
+    // Indices moved by the frees: a scatter names its base's producer by index.
+    let mut moved = vec![0usize; with_frees.len()];
+    let mut old = 0;
+    for (k, ins) in with_frees.iter().enumerate() {
+        if !matches!(ins, Instr::Free(_)) {
+            moved[old] = k;
+            old += 1;
+        }
+    }
+    for ins in &mut with_frees {
+        match ins {
+            Instr::Scatter {
+                producer: Some(p), ..
+            }
+            | Instr::Fused {
+                reuse: Some((_, Some(p))),
+                ..
+            }
+            | Instr::FusedSoftmax {
+                reuse: Some((_, Some(p))),
+                ..
+            } => *p = moved[*p],
+            _ => {}
+        }
+    }
     Ok(Program {
         n_params,
         n_slots: next,
         instrs: with_frees,
         results,
         stats,
+        donations,
     })
+}
+
+/// The shape of each node-output slot (parameters and unused slots absent).
+fn slot_shapes(order: &[Arc<Node>], slot_of: &[usize]) -> HashMap<usize, Shape> {
+    let mut m = HashMap::new();
+    for (i, nd) in order.iter().enumerate() {
+        if slot_of[i] == usize::MAX || !matches!(nd.kind, OpKind::Aten(_)) {
+            continue;
+        }
+        for (k, sh) in nd.shapes.iter().enumerate() {
+            m.insert(slot_of[i] + k, sh.clone());
+        }
+    }
+    m
 }
 
 fn read(slots: &[Option<Val>], k: usize) -> Result<Val> {
@@ -520,6 +608,7 @@ fn run_fused(
     ins: &[usize],
     softmax: Option<bool>,
     spare: &Spare,
+    reused: Option<Tensor>,
 ) -> Result<Tensor> {
     let vals: SmallVec<[Val; 4]> = ins.iter().map(|&k| read(slots, k)).collect::<Result<_>>()?;
     let operands: SmallVec<[Operand<'_>; 4]> = vals
@@ -529,7 +618,7 @@ fn run_fused(
             Val::Scalar(s) => Operand::Scalar(*s),
         })
         .collect();
-    let t = match spare.take(kernel.sizes(), kernel.dtype()) {
+    let t = match reused.or_else(|| spare.take(kernel.sizes(), kernel.dtype())) {
         Some(out) => {
             match softmax {
                 None => kernel.run_into(&operands, &out)?,
@@ -557,13 +646,112 @@ fn restride(t: Tensor, shape: &Shape) -> Result<Tensor> {
     Ok(out)
 }
 
+impl Program {
+    /// Whether the spare of fused instruction `k` keeps storage `s`.
+    fn spare_holds(&self, k: usize, s: &Storage) -> bool {
+        matches!(
+            self.instrs.get(k),
+            Some(Instr::Fused { spare, .. } | Instr::FusedSoftmax { spare, .. }) if spare.holds(s)
+        )
+    }
+
+    /// The dying buffer a fused instruction reuses (`buffers.rs`), moved out of its slot, if
+    /// nothing else holds it; otherwise it is dropped here (its last reader has run).
+    fn take_reused(
+        &self,
+        slots: &mut [Option<Val>],
+        reuse: Option<(usize, Option<usize>)>,
+        kernel: &FusedKernel,
+    ) -> Option<Tensor> {
+        let (k, producer) = reuse?;
+        let Some(Val::Tensor(t)) = slots.get_mut(k)?.take() else {
+            return None;
+        };
+        let t = buffers::take(t, kernel.sizes(), kernel.dtype(), |s| {
+            producer.is_some_and(|p| self.spare_holds(p, s))
+        })?;
+        crate::metrics::counter_add("BufferReused", 1);
+        Some(t)
+    }
+
+    /// A scatter whose base dies here: in place when nothing else sees the base's buffer (a
+    /// parameter's only when the executor donated it), else the CPU kernel.
+    #[allow(clippy::too_many_arguments)]
+    fn run_scatter(
+        &self,
+        slots: &mut [Option<Val>],
+        kind: scatter::ScatterKind,
+        info: &'static NodeInfo,
+        args: &[Arg],
+        ins: &[usize],
+        shape: &Shape,
+        producer: Option<usize>,
+    ) -> Result<Tensor> {
+        let base_slot = *ins
+            .first()
+            .ok_or_else(|| Error::runtime("internal error: a scatter without base"))?;
+        let param = base_slot < self.n_params;
+        let base = slots.get_mut(base_slot).and_then(Option::take);
+        match base {
+            Some(Val::Tensor(b))
+                if scatter::writable(&b, shape, usize::from(param), |s| {
+                    producer.is_some_and(|p| self.spare_holds(p, s))
+                }) =>
+            {
+                let src = match read(slots, *ins.get(1).unwrap_or(&usize::MAX))? {
+                    Val::Tensor(t) => t,
+                    Val::Scalar(s) => Tensor::wrapped_scalar(s)?,
+                };
+                crate::metrics::counter_add("InPlaceScatter", 1);
+                if param {
+                    crate::metrics::counter_add("DonatedParameter", 1);
+                }
+                let la = LowerArgs {
+                    info,
+                    args,
+                    ins: &[],
+                };
+                scatter::run_in_place(kind, &la, b, &src)
+                    .map_err(|e| e.in_operator(&info.operator_name()))
+            }
+            b => {
+                // Back in its slot: the copy reads it, and a following `Free` drops it.
+                if let Some(s) = slots.get_mut(base_slot) {
+                    *s = b;
+                }
+                crate::metrics::counter_add("ScatterCopiedBase", 1);
+                let vals: SmallVec<[Val; 4]> =
+                    ins.iter().map(|&k| read(slots, k)).collect::<Result<_>>()?;
+                let t = (info.lower)(&LowerArgs {
+                    info,
+                    args,
+                    ins: &vals,
+                })
+                .map_err(|e| e.in_operator(&info.operator_name()))?
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::runtime("internal error: a scatter without output"))?;
+                restride(t, shape)
+            }
+        }
+    }
+}
+
 impl Computation for Program {
     fn parameter_count(&self) -> usize {
         self.n_params
     }
 
+    fn donation_candidates(&self) -> &[usize] {
+        &self.donations
+    }
+
     fn text(&self) -> String {
         let mut s = String::new();
+        let into = |r: &Option<(usize, Option<usize>)>| match r {
+            Some((k, _)) => format!(" into %{k}"),
+            None => String::new(),
+        };
         let list = |v: &[usize]| -> String {
             v.iter()
                 .map(|k| format!("%{k}"))
@@ -592,25 +780,42 @@ impl Computation for Program {
                     writeln!(s, "%{out} = view {}({})", info.operator_name(), list(ins))
                 }
                 Instr::Fused {
-                    kernel, ins, out, ..
+                    kernel,
+                    ins,
+                    out,
+                    reuse,
+                    ..
                 } => writeln!(
                     s,
-                    "%{out} = fused[{}]({})",
+                    "%{out} = fused[{}]({}){}",
                     kernel.op_names().join(", "),
-                    list(ins)
+                    list(ins),
+                    into(reuse)
                 ),
                 Instr::FusedSoftmax {
                     kernel,
                     log,
                     ins,
                     out,
+                    reuse,
                     ..
                 } => writeln!(
                     s,
-                    "%{out} = fused[{}] -> {}(dim=-1)({})",
+                    "%{out} = fused[{}] -> {}(dim=-1)({}){}",
                     kernel.op_names().join(", "),
                     if *log { "log_softmax" } else { "softmax" },
-                    list(ins)
+                    list(ins),
+                    into(reuse)
+                ),
+                Instr::Scatter { info, ins, out, .. } => writeln!(
+                    s,
+                    "%{out} = in-place {}({}){}",
+                    info.operator_name(),
+                    list(ins),
+                    match ins.first() {
+                        Some(b) if *b < self.n_params => format!(" donating %{b}"),
+                        _ => String::new(),
+                    }
                 ),
                 Instr::Free(k) => writeln!(s, "free %{k}"),
             };
@@ -619,8 +824,15 @@ impl Computation for Program {
         let _ = writeln!(s, "return ({})", list(&self.results));
         let _ = writeln!(
             s,
-            "# cse {}, dead {}, views {}, fusion groups {} ({} nodes)",
-            st.cse, st.dead, st.views, st.groups, st.fused_nodes
+            "# cse {}, dead {}, views {}, fusion groups {} ({} nodes), in-place scatters {} (donating {}), reused buffers {}",
+            st.cse,
+            st.dead,
+            st.views,
+            st.groups,
+            st.fused_nodes,
+            st.in_place_scatters,
+            st.donations,
+            st.reused_buffers
         );
         s
     }
@@ -713,8 +925,10 @@ impl Computation for Program {
                     ins,
                     out,
                     spare,
+                    reuse,
                 } => {
-                    let t = run_fused(&slots, kernel, ins, None, spare)
+                    let reused = self.take_reused(&mut slots, *reuse, kernel);
+                    let t = run_fused(&slots, kernel, ins, None, spare, reused)
                         .map_err(|e| e.in_operator(&tail.operator_name()))?;
                     slots[*out] = Some(Val::Tensor(t));
                 }
@@ -725,9 +939,24 @@ impl Computation for Program {
                     ins,
                     out,
                     spare,
+                    reuse,
                 } => {
-                    let t = run_fused(&slots, kernel, ins, Some(*log), spare)
+                    let reused = self.take_reused(&mut slots, *reuse, kernel);
+                    let t = run_fused(&slots, kernel, ins, Some(*log), spare, reused)
                         .map_err(|e| e.in_operator(&tail.operator_name()))?;
+                    slots[*out] = Some(Val::Tensor(t));
+                }
+                Instr::Scatter {
+                    kind,
+                    info,
+                    args,
+                    ins,
+                    out,
+                    shape,
+                    producer,
+                } => {
+                    let t =
+                        self.run_scatter(&mut slots, *kind, info, args, ins, shape, *producer)?;
                     slots[*out] = Some(Val::Tensor(t));
                 }
                 Instr::Free(k) => {

@@ -1,6 +1,7 @@
 //! View-copy elision (plan §5.2 step 4): a `*_copy` whose result stays inside the program runs
 //! as the view itself on its source's buffer. CPU kernels accept strided inputs and never
-//! write their inputs, and the program writes no buffer in place, so the view sees the values
+//! write their inputs, and the program writes a buffer in place only when nothing else holds
+//! its storage (`scatter.rs`, `buffers.rs`: a live view counts), so the view sees the values
 //! the copy would have held.
 
 use switchyard_core::{Result, Tensor};

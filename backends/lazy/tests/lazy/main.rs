@@ -19,6 +19,7 @@ mod dump;
 mod executor;
 mod ir;
 mod lists;
+mod memory;
 mod property;
 mod reuse;
 mod trace_cost;
