@@ -539,6 +539,8 @@ fn target() -> samples::Target {
         after_call: || Ok(()),
         exact: false,
         strides: false,
+        all_variants: false,
+        bumps: |_, _| None,
     }
 }
 

@@ -21,4 +21,5 @@ mod ir;
 mod lists;
 mod property;
 mod reuse;
+mod samples;
 mod values;

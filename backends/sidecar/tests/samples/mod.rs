@@ -31,6 +31,11 @@ pub struct Target {
     pub exact: bool,
     /// Strides of returned tensors must equal the CPU's.
     pub strides: bool,
+    /// Every variant the CPU accepts is compared, not only the first.
+    pub all_variants: bool,
+    /// Version bumps of the device's call of an operator (by name) on a variant, where they
+    /// differ from the CPU's (`None`: as [`BUMPS_OTHER_THAN_ONE`] says).
+    pub bumps: fn(&str, &Variant) -> Option<u32>,
 }
 
 /// Argument texts for one attempt at calling an operator; `None` leaves the argument to its
@@ -407,10 +412,12 @@ pub const BUMPS_OTHER_THAN_ONE: &[(&str, u32, &str)] = &[
 /// composites calling other out= operators, the fallback's copy-back), except for the
 /// composites PyTorch runs above its ADInplaceOrView layer ([`BUMPS_OTHER_THAN_ONE`]).
 pub fn bumped_once(op: &str, before: &[u32], after: &[u32]) -> Result<(), String> {
-    let bumps = BUMPS_OTHER_THAN_ONE
-        .iter()
-        .find(|(name, _, _)| *name == op)
-        .map_or(1, |(_, n, _)| *n);
+    bumped(op, before, after, None)
+}
+
+/// [`bumped_once`], with `own` (a device's own count) first.
+pub fn bumped(op: &str, before: &[u32], after: &[u32], own: Option<u32>) -> Result<(), String> {
+    let bumps = own.unwrap_or_else(|| bumps_of(op));
     let want: Vec<u32> = before.iter().map(|v| v + bumps).collect();
     if after != want.as_slice() {
         return Err(format!(
@@ -418,6 +425,14 @@ pub fn bumped_once(op: &str, before: &[u32], after: &[u32]) -> Result<(), String
         ));
     }
     Ok(())
+}
+
+/// The bumps of one call of `op` in PyTorch: 1, or as [`BUMPS_OTHER_THAN_ONE`] says.
+fn bumps_of(op: &str) -> u32 {
+    BUMPS_OTHER_THAN_ONE
+        .iter()
+        .find(|(name, _, _)| *name == op)
+        .map_or(1, |(_, n, _)| *n)
 }
 
 /// Every `aten` operator with a schema, sorted by name.
@@ -463,6 +478,8 @@ pub struct Report {
     pub never_ran: Vec<String>,
     /// View operators left out (a device's views are its own business).
     pub views: usize,
+    /// The number of (operator, variant) runs that matched.
+    pub variants: usize,
 }
 
 impl Report {
@@ -473,7 +490,8 @@ impl Report {
 }
 
 /// Runs every `aten` operator but views and `skipped` on the CPU and on `target`, each with
-/// the arguments of its first variant the CPU accepts, and compares: the calls bump each
+/// the arguments of its first variant the CPU accepts (or of every one, with
+/// [`Target::all_variants`]), and compares: the calls bump each
 /// written tensor's version once (or as [`BUMPS_OTHER_THAN_ONE`] says, on both), the device
 /// call succeeds, returns and written arguments equal the CPU's. Every device tensor of one
 /// operator's run is dropped before the next operator runs.
@@ -491,6 +509,7 @@ pub fn every_operator(target: &Target, skipped: &[(&str, &str)]) -> Report {
             continue;
         }
         let mut ran = false;
+        let (mut passed, mut failed) = (0, false);
         for v in VARIANTS {
             let Some(mut cpu_stack) = arguments(op, v, Device::CPU) else {
                 continue;
@@ -508,6 +527,7 @@ pub fn every_operator(target: &Target, skipped: &[(&str, &str)]) -> Report {
                     variant: v.name,
                     error: format!("could not create the arguments on the {name_of}"),
                 });
+                failed = true;
                 break;
             };
             let side_args = side_stack.clone();
@@ -525,8 +545,13 @@ pub fn every_operator(target: &Target, skipped: &[(&str, &str)]) -> Report {
                         .map_err(|e| format!("failed on the {name_of} after the call: {e}"))
                 })
                 .and_then(|()| {
-                    bumped_once(name, &side_versions, &written_versions(&facts, &side_args))
-                        .map_err(|e| format!("on the {name_of}: {e}"))?;
+                    bumped(
+                        name,
+                        &side_versions,
+                        &written_versions(&facts, &side_args),
+                        (target.bumps)(name, v),
+                    )
+                    .map_err(|e| format!("on the {name_of}: {e}"))?;
                     if cpu_stack.len() != side_stack.len() {
                         return Err("different number of returns".to_owned());
                     }
@@ -546,19 +571,27 @@ pub fn every_operator(target: &Target, skipped: &[(&str, &str)]) -> Report {
                     Ok(())
                 });
             match outcome {
-                Ok(()) => report
-                    .compared
-                    .push((name.to_owned(), op.schema().unwrap().kind())),
-                Err(error) => report.failures.push(Failure {
-                    op: name.to_owned(),
-                    variant: v.name,
-                    error,
-                }),
+                Ok(()) => passed += 1,
+                Err(error) => {
+                    failed = true;
+                    report.failures.push(Failure {
+                        op: name.to_owned(),
+                        variant: v.name,
+                        error,
+                    });
+                }
             }
-            break;
+            if !target.all_variants {
+                break;
+            }
         }
         if !ran {
             report.never_ran.push(name.to_owned());
+        } else if !failed {
+            report
+                .compared
+                .push((name.to_owned(), op.schema().unwrap().kind()));
+            report.variants += passed;
         }
     }
     report
