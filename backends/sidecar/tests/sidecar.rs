@@ -10,12 +10,13 @@
 /// Gradients: the sidecar's own autograd kernel, fallback operators, a mixed chain.
 mod gradients;
 
+/// The sample generator and the comparison with the CPU, shared with the lazy backend's test.
+mod samples;
+
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use switchyard::args::parse_call_args;
 use switchyard_autograd as _;
-use switchyard_core::{Device, ErrorKind, IValue, Scalar, ScalarType, Stack, Tensor};
-use switchyard_dispatch::{Dispatcher, OperatorHandle};
+use switchyard_core::{ErrorKind, IValue, Scalar, ScalarType, Tensor};
 use switchyard_ops::{TensorOps, op};
 use switchyard_schema::SchemaKind;
 use switchyard_sidecar::{counters, device, fallback_count, to_cpu, to_sidecar};
@@ -524,294 +525,22 @@ fn fallback_from_many_threads() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The whole operator set against the CPU
+// The whole operator set against the CPU (the sample generator is shared with the lazy
+// backend's test: `samples/mod.rs`)
 // ---------------------------------------------------------------------------------------------
 
-/// Argument texts for one attempt at calling an operator; `None` leaves the argument to its
-/// default (or absent optional / auto-created out tensor).
-struct Variant {
-    name: &'static str,
-    tensor: &'static str,
-    long: &'static str,
-    shape: &'static str,
-    dims: &'static str,
-    dim: &'static str,
-    optional: bool,
-    out_dtype: &'static str,
-}
-
-const VARIANTS: &[Variant] = &[
-    Variant {
-        name: "2x3 float",
-        tensor: "[[0.5,-1.25,2.0],[3.0,-0.75,1.5]]",
-        long: "[[0,1,0],[1,0,1]]",
-        shape: "[2,3]",
-        dims: "[1]",
-        dim: "1",
-        optional: false,
-        out_dtype: "float32",
-    },
-    Variant {
-        name: "2x3 float, optionals given",
-        tensor: "[[0.5,-1.25,2.0],[3.0,-0.75,1.5]]",
-        long: "[[0,1,0],[1,0,1]]",
-        shape: "[2,3]",
-        dims: "[0]",
-        dim: "1",
-        optional: true,
-        out_dtype: "float32",
-    },
-    Variant {
-        name: "3x3 float",
-        tensor: "[[0.5,-1.25,2.0],[3.0,-0.75,1.5],[1.0,2.0,-3.0]]",
-        long: "[[0,1,2],[2,1,0],[1,1,1]]",
-        shape: "[3,3]",
-        dims: "[0,1]",
-        dim: "1",
-        optional: false,
-        out_dtype: "float32",
-    },
-    Variant {
-        name: "1x2x4x4 float",
-        tensor: "[[[[0.5,-1.0,2.0,1.5],[3.0,0.25,-2.0,1.0],[0.0,1.0,2.0,3.0],[-1.0,-2.0,0.5,0.75]],[[1.0,2.0,3.0,4.0],[0.5,0.5,0.5,0.5],[-1.0,1.0,-1.0,1.0],[2.0,0.0,2.0,0.0]]]]",
-        long: "[[[[0,1,0,1],[1,0,1,0],[0,0,1,1],[1,1,0,0]],[[0,1,0,1],[1,0,1,0],[0,0,1,1],[1,1,0,0]]]]",
-        shape: "[2,2]",
-        dims: "[1]",
-        dim: "1",
-        optional: false,
-        out_dtype: "float32",
-    },
-    Variant {
-        name: "3 float",
-        tensor: "[0.5,-1.25,2.0]",
-        long: "[0,2,1]",
-        shape: "[3]",
-        dims: "[0]",
-        dim: "0",
-        optional: false,
-        out_dtype: "float32",
-    },
-    Variant {
-        name: "2x3 int64",
-        tensor: "[[1,2,3],[4,0,2]]",
-        long: "[[0,1,0],[1,0,1]]",
-        shape: "[2,3]",
-        dims: "[1]",
-        dim: "1",
-        optional: false,
-        out_dtype: "int64",
-    },
-    Variant {
-        name: "2x3 bool",
-        tensor: "[[true,false,true],[false,false,true]]",
-        long: "[[0,1,0],[1,0,1]]",
-        shape: "[2,3]",
-        dims: "[1]",
-        dim: "1",
-        optional: false,
-        out_dtype: "bool",
-    },
-    Variant {
-        name: "2x2x2 float",
-        tensor: "[[[0.5,-1.25],[2.0,3.0]],[[-0.75,1.5],[1.0,2.0]]]",
-        long: "[[[0,1],[1,0]],[[1,1],[0,0]]]",
-        shape: "[2,2,2]",
-        dims: "[1]",
-        dim: "1",
-        optional: false,
-        out_dtype: "float32",
-    },
-    Variant {
-        name: "2x3 probabilities",
-        tensor: "[[0.5,0.25,1.0],[0.0,0.75,0.5]]",
-        long: "[0,1]",
-        shape: "[2,3]",
-        dims: "[1]",
-        dim: "1",
-        optional: true,
-        out_dtype: "float32",
-    },
-];
-
-/// The text of argument `name` of type `ty` under `v`, or `None` for its default.
-fn argument_text(
-    arg: &switchyard_schema::Argument,
-    position: usize,
-    v: &Variant,
-) -> Option<String> {
-    use switchyard_schema::{BaseType, Type};
-    let name = arg.name.as_str();
-    let base = |t: &Type| match t {
-        Type::Optional(inner) => (**inner).clone(),
-        other => other.clone(),
-    };
-    let ty = base(&arg.ty);
-    if arg.is_out && ty.is_tensor() {
-        return Some(format!(
-            "{{\"dtype\": \"{}\", \"shape\": [0], \"values\": []}}",
-            if name == "indices" {
-                "int64"
-            } else {
-                v.out_dtype
-            }
-        ));
-    }
-    if arg.ty.is_optional() && !v.optional && arg.default.is_some() {
-        return None;
-    }
-    // With `optional`, optional arguments get a value even where they have a default.
-    let give_optional = v.optional && arg.ty.is_optional();
-    match name {
-        "rounding_mode" => return Some("floor".to_owned()),
-        "value" if ty.is_tensor() => return Some("2.5".to_owned()),
-        "high" => return Some("5".to_owned()),
-        "groups" => return Some("1".to_owned()),
-        "padding" | "output_padding" if arg.default.is_none() => return Some("[0,0]".to_owned()),
-        "dilation" if arg.default.is_none() => return Some("[1,1]".to_owned()),
-        "index" if v.shape == "[3]" || v.name.contains("probabilities") => {
-            return Some("[0,1]".to_owned());
-        }
-        _ => {}
-    }
-    match &ty {
-        Type::Base(BaseType::Tensor) => Some(match name {
-            "target" if v.shape == "[2,3]" => "[2,0]".to_owned(),
-            "index" | "indices" => v.long.to_owned(),
-            "mask" | "condition" => v.long.replace('0', "false").replace(['1', '2'], "true"),
-            "weight" | "bias" if v.shape == "[2,3]" && arg.ty.is_optional() => {
-                "[1.0,2.0,0.5]".to_owned()
-            }
-            // A second tensor operand differs from the first.
-            _ if position > 0 && !v.tensor.contains("true") && !v.tensor.contains('.') => {
-                v.tensor.replace('-', "")
-            }
-            _ if position > 0 => v.tensor.replace("0.5", "0.25"),
-            _ => v.tensor.to_owned(),
-        }),
-        Type::List { elem, .. } if elem.is_tensor() => Some(format!("[{},{}]", v.tensor, v.tensor)),
-        Type::List { elem, .. } if elem.is_optional_tensor() => Some(format!("[{}]", v.long)),
-        _ if arg.default.is_some() && !give_optional => None,
-        Type::Base(BaseType::Int | BaseType::SymInt) => Some(
-            match name {
-                "dim" | "dim0" => v.dim,
-                "dim1" => "0",
-                "n" | "m" | "num_classes" | "steps" => "3",
-                "k" | "size" | "step" | "length" | "split_size" | "sections" | "chunks" => "1",
-                _ => "0",
-            }
-            .to_owned(),
-        ),
-        Type::List { elem, .. }
-            if matches!(**elem, Type::Base(BaseType::Int | BaseType::SymInt)) =>
-        {
-            Some(
-                match name {
-                    "size" | "sizes" => v.shape,
-                    "dims" | "dim" => v.dims,
-                    "stride" => "[1,1]",
-                    "pad" => "[1,1]",
-                    "repeats" => "[1,2]",
-                    "shifts" => "[1]",
-                    "normalized_shape" => "[3]",
-                    "kernel_size" => "[2,2]",
-                    "split_sizes" | "split_size" => "[1,1]",
-                    _ => "[1]",
-                }
-                .to_owned(),
-            )
-        }
-        Type::Base(BaseType::Float) => Some("0.5".to_owned()),
-        Type::Base(BaseType::Bool) => Some("false".to_owned()),
-        Type::Base(BaseType::Scalar) => Some(if name == "min" { "0" } else { "2" }.to_owned()),
-        Type::Base(BaseType::ScalarType) => Some("float32".to_owned()),
-        Type::Base(BaseType::Str) => Some(if name == "reduce" { "add" } else { "none" }.to_owned()),
-        // An optional argument without a default must still be given (`Generator? generator`).
-        _ if arg.ty.is_optional() && arg.default.is_none() => Some("None".to_owned()),
-        _ => None,
-    }
-}
-
-/// Fresh arguments for one run on `device` (tensors created there).
-fn arguments(op: &OperatorHandle, v: &Variant, device: Device) -> Option<Stack> {
-    let schema = op.schema()?;
-    let mut texts = Vec::new();
-    let mut tensors_seen = 0;
-    for a in &schema.arguments {
-        let text = argument_text(a, tensors_seen, v);
-        if a.ty.is_tensor_like() {
-            tensors_seen += 1;
-        }
-        if let Some(t) = text {
-            texts.push(format!("{}={t}", a.name));
-        }
-    }
-    let mut stack = parse_call_args(&schema, &texts, device).ok()?;
-    // Device arguments name the device of the run (factories create there).
-    for (a, value) in schema.arguments.iter().zip(stack.iter_mut()) {
-        if a.name == "device" {
-            *value = IValue::Device(device);
-        }
-    }
-    Some(stack)
-}
-
-/// Row-major values of a tensor (any device) as f64 plus dtype and shape.
-fn contents(t: &Tensor) -> (ScalarType, Vec<i64>, Vec<f64>) {
-    let host = if t.is_cpu() {
-        Clone::clone(t)
-    } else {
-        to_cpu(t).unwrap()
-    };
-    (t.dtype(), host.sizes().to_vec(), host.to_f64_vec().unwrap())
-}
-
-fn same_values(a: &[f64], b: &[f64], exact: bool) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| {
-            (x.is_nan() && y.is_nan())
-                || x == y
-                || (!exact && (x - y).abs() <= 1e-5 * (1.0 + x.abs().max(y.abs())))
-        })
-}
-
-/// Compares one returned value (or written argument) of the sidecar run with the CPU run:
-/// every tensor of the sidecar run must be on the sidecar (a result left on the CPU, or a
-/// written argument replaced by a CPU tensor, is a fallback bug), with the CPU run's dtype,
-/// shape and values.
-fn compare(cpu: &IValue, side: &IValue, what: &str, exact: bool) -> Result<(), String> {
-    match (cpu, side) {
-        (IValue::Tensor(c), IValue::Tensor(s)) => {
-            if s.device() != device() {
-                return Err(format!("{what}: on {}", s.device()));
-            }
-            let (cd, cs, cv) = contents(c);
-            let (sd, ss, sv) = contents(s);
-            if cd != sd || cs != ss || !same_values(&cv, &sv, exact || !cd.is_floating_point()) {
-                return Err(format!(
-                    "{what}: cpu {cd:?}{cs:?} {cv:?} vs sidecar {sd:?}{ss:?} {sv:?}"
-                ));
-            }
-            Ok(())
-        }
-        (IValue::TensorList(c), IValue::TensorList(s)) if c.len() == s.len() => {
-            for (i, (c, s)) in c.iter().zip(s).enumerate() {
-                compare(
-                    &IValue::Tensor(Clone::clone(c)),
-                    &IValue::Tensor(Clone::clone(s)),
-                    &format!("{what}[{i}]"),
-                    exact,
-                )?;
-            }
-            Ok(())
-        }
-        (IValue::Tuple(c), IValue::Tuple(s)) if c.len() == s.len() => {
-            for (i, (c, s)) in c.iter().zip(s).enumerate() {
-                compare(c, s, &format!("{what}.{i}"), exact)?;
-            }
-            Ok(())
-        }
-        (c, s) if format!("{c:?}") == format!("{s:?}") => Ok(()),
-        (c, s) => Err(format!("{what}: cpu {c:?} vs sidecar {s:?}")),
+/// The sidecar as a [`samples::Target`]: composites over its own float kernels round
+/// differently from the CPU's, so floats compare within 1e-5.
+fn target() -> samples::Target {
+    samples::Target {
+        name: "sidecar",
+        device: device(),
+        to_host: to_cpu,
+        after_call: || Ok(()),
+        exact: false,
+        strides: false,
+        all_variants: false,
+        bumps: |_, _| None,
     }
 }
 
@@ -823,199 +552,62 @@ fn the_comparison_refuses_results_left_on_the_cpu() {
     let _g = serial();
     let cpu = IValue::Tensor(f32s(&[1.0, 2.0], &[2]));
     let on_cpu = IValue::Tensor(f32s(&[1.0, 2.0], &[2]));
-    let err = compare(&cpu, &on_cpu, "return 0", true).unwrap_err();
+    let err = samples::compare(&cpu, &on_cpu, "return 0", true, &target()).unwrap_err();
     assert_eq!(err, "return 0: on cpu");
     // Inside lists and tuples too.
     let list = |t: &IValue| IValue::TensorList(vec![Clone::clone(t.as_tensor().unwrap())]);
-    let err = compare(&list(&cpu), &list(&on_cpu), "return 0", true).unwrap_err();
+    let err =
+        samples::compare(&list(&cpu), &list(&on_cpu), "return 0", true, &target()).unwrap_err();
     assert_eq!(err, "return 0[0]: on cpu");
     // The same values on the sidecar pass.
     let side = IValue::Tensor(to_sidecar(&f32s(&[1.0, 2.0], &[2])).unwrap());
-    compare(&cpu, &side, "return 0", true).unwrap();
+    samples::compare(&cpu, &side, "return 0", true, &target()).unwrap();
     let other = IValue::Tensor(to_sidecar(&f32s(&[1.0, 3.0], &[2])).unwrap());
-    assert!(compare(&cpu, &other, "return 0", true).is_err());
+    assert!(samples::compare(&cpu, &other, "return 0", true, &target()).is_err());
 }
 
-/// Operators left out of the comparison, with the reason.
+/// Operators left out of the sidecar's comparison (beyond [`samples::SKIPPED`]), with the
+/// reason.
 const SKIPPED: &[(&str, &str)] = &[
-    ("aten::_to_cpu", "returns CPU tensors by definition"),
-    (
-        "aten::_copy_from",
-        "a backend primitive, tested through copy_",
-    ),
-    (
-        "aten::_copy_from_and_resize",
-        "a backend primitive, tested through out= ops",
-    ),
-    ("aten::_copy_from.out", "a backend primitive"),
     (
         "aten::unfold_copy",
         "a composite over `unfold`, a view the sidecar does not implement (refused, as tested above)",
     ),
     ("aten::unfold_copy.out", "as unfold_copy"),
-    ("aten::_copy_from_and_resize.out", "a backend primitive"),
 ];
-
-/// The version counters of the tensors a call writes (list elements one by one).
-fn written_versions(facts: &switchyard_dispatch::SchemaFacts, args: &Stack) -> Vec<u32> {
-    facts
-        .tensor_arguments
-        .iter()
-        .filter(|a| a.is_write)
-        .flat_map(|a| match &args[a.index] {
-            IValue::Tensor(t) => vec![t.version()],
-            IValue::TensorList(l) => l.iter().map(Tensor::version).collect(),
-            IValue::OptionalTensorList(l) => l.iter().flatten().map(Tensor::version).collect(),
-            _ => Vec::new(),
-        })
-        .collect()
-}
-
-/// The operators whose calls (with this file's arguments) do not bump once in PyTorch 2.15
-/// either (recorded from `/tmp/torchref`), with the number of bumps.
-const BUMPS_OTHER_THAN_ONE: &[(&str, u32, &str)] = &[
-    (
-        "aten::dropout_",
-        0,
-        "called with train=False: a composite returning `self` untouched",
-    ),
-    (
-        "aten::randn.out",
-        2,
-        "a CompositeImplicitAutograd composite: resize_, then normal_, each bumping",
-    ),
-    ("aten::randn.generator_out", 2, "as randn.out"),
-    (
-        "aten::detach_",
-        0,
-        "changes autograd state, not data (PyTorch's manual ADInplaceOrView kernel does not bump)",
-    ),
-    (
-        "aten::rand.generator_out",
-        2,
-        "a CompositeImplicitAutograd composite: resize_, then uniform_",
-    ),
-];
-
-/// Every tensor a call writes had its version bumped exactly once (PyTorch bumps once per
-/// in-place or out= call, whatever the kernel does inside: copies into `self`, proxies,
-/// composites calling other out= operators, the fallback's copy-back), except for the
-/// composites PyTorch runs above its ADInplaceOrView layer ([`BUMPS_OTHER_THAN_ONE`]).
-fn bumped_once(op: &str, before: &[u32], after: &[u32]) -> Result<(), String> {
-    let bumps = BUMPS_OTHER_THAN_ONE
-        .iter()
-        .find(|(name, _, _)| *name == op)
-        .map_or(1, |(_, n, _)| *n);
-    let want: Vec<u32> = before.iter().map(|v| v + bumps).collect();
-    if after != want.as_slice() {
-        return Err(format!(
-            "versions of the written tensors went from {before:?} to {after:?}, not up by {bumps}"
-        ));
-    }
-    Ok(())
-}
 
 #[test]
 fn every_operator_gives_the_cpu_result() {
     let _g = serial();
-    let mut compared = Vec::new();
-    let mut failures = Vec::new();
-    let mut never_ran = Vec::new();
-    let mut views = 0;
-    let mut ops: Vec<OperatorHandle> = Dispatcher::singleton()
-        .all_operators()
-        .into_iter()
-        .filter(|o| o.name().starts_with("aten::") && o.schema().is_some())
-        .collect();
-    ops.sort_by(|a, b| a.name().cmp(b.name()));
-    for op in &ops {
-        let name = op.name();
-        if SKIPPED.iter().any(|(n, _)| *n == name) {
-            continue;
-        }
-        let facts = op.require_schema_facts().unwrap();
-        if facts.is_view() {
-            views += 1;
-            continue;
-        }
-        let mut ran = false;
-        for v in VARIANTS {
-            let Some(mut cpu_stack) = arguments(op, v, Device::CPU) else {
-                continue;
-            };
-            let cpu_args = cpu_stack.clone();
-            let cpu_versions = written_versions(&facts, &cpu_args);
-            switchyard_core::generator::manual_seed(7).unwrap();
-            if op.call_boxed(&mut cpu_stack).is_err() {
-                continue;
-            }
-            ran = true;
-            let mut side_stack = arguments(op, v, device()).unwrap();
-            let side_args = side_stack.clone();
-            let side_versions = written_versions(&facts, &side_args);
-            switchyard_core::generator::manual_seed(7).unwrap();
-            // Composites over the sidecar's own float kernels round differently from the CPU.
-            let exact = false;
-            let outcome = bumped_once(name, &cpu_versions, &written_versions(&facts, &cpu_args))
-                .map_err(|e| format!("on the CPU: {e}"))
-                .and_then(|()| {
-                    op.call_boxed(&mut side_stack)
-                        .map_err(|e| format!("failed on the sidecar: {e}"))
-                })
-                .and_then(|()| {
-                    bumped_once(name, &side_versions, &written_versions(&facts, &side_args))
-                        .map_err(|e| format!("on the sidecar: {e}"))?;
-                    if cpu_stack.len() != side_stack.len() {
-                        return Err("different number of returns".to_owned());
-                    }
-                    for (i, (c, s)) in cpu_stack.iter().zip(&side_stack).enumerate() {
-                        compare(c, s, &format!("return {i}"), exact)?;
-                    }
-                    // Written arguments end up equal too (the mutation reached the original).
-                    for a in facts.tensor_arguments.iter().filter(|a| a.is_write) {
-                        compare(
-                            &cpu_args[a.index],
-                            &side_args[a.index],
-                            &format!("argument {}", a.index),
-                            exact,
-                        )?;
-                    }
-                    Ok(())
-                });
-            match outcome {
-                Ok(()) => compared.push((name.to_owned(), op.schema().unwrap().kind())),
-                Err(e) => failures.push(format!("{name} ({}): {e}", v.name)),
-            }
-            break;
-        }
-        if !ran {
-            never_ran.push(name.to_owned());
-        }
-    }
+    let report = samples::every_operator(&target(), SKIPPED);
     println!(
         "compared {} operators with the CPU; {} views skipped; {} found no arguments the CPU accepts:\n{}",
-        compared.len(),
-        views,
-        never_ran.len(),
-        never_ran.join(", ")
+        report.compared.len(),
+        report.views,
+        report.never_ran.len(),
+        report.never_ran.join(", ")
     );
+    let failures: Vec<String> = report
+        .failures
+        .iter()
+        .map(|f| format!("{} ({}): {}", f.op, f.variant, f.error))
+        .collect();
     assert!(
         failures.is_empty(),
         "{} mismatches:\n{}",
         failures.len(),
         failures.join("\n")
     );
-    let forms = |kind: SchemaKind| compared.iter().filter(|(_, k)| *k == kind).count();
     println!(
         "of which functional: {}, in-place: {}, out=: {}",
-        forms(SchemaKind::Functional),
-        forms(SchemaKind::Inplace),
-        forms(SchemaKind::Out)
+        report.forms(SchemaKind::Functional),
+        report.forms(SchemaKind::Inplace),
+        report.forms(SchemaKind::Out)
     );
     // A floor, so that the comparison cannot silently cover nothing.
     assert!(
-        compared.len() >= 500,
+        report.compared.len() >= 500,
         "only {} operators compared",
-        compared.len()
+        report.compared.len()
     );
 }

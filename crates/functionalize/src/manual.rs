@@ -141,7 +141,8 @@ fn functionalize_set__source_Tensor(
     }
 }
 
-/// The error for a functional tensor given to `lift*` (an internal assert in PyTorch).
+/// The error for a functional tensor given to `lift` (an internal assert in PyTorch's
+/// `lift_functionalize`; `lift_fresh` and `lift_fresh_copy` accept one).
 fn lift_of_functional(op_name: &str) -> Error {
     Error::runtime(format!(
         "{op_name}: expected a tensor that is not functional (lifting brings a plain tensor into functionalization), but got a functional tensor"
@@ -172,8 +173,13 @@ fn functionalize_lift(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// The kernel of `lift_fresh(self)` (how `torch.tensor(...)` enters a functionalized
 /// program): `lift_fresh` below when views are kept, `lift_fresh_copy` when they are removed
-/// (so the backend never sees the alias), wrapped.
+/// (so the backend never sees the alias), wrapped. A tensor already functional (a lazy
+/// tensor, or a nested call) is not wrapped twice: its `view_as` itself, an alias, as
+/// PyTorch's `lift_fresh_functionalize` returns.
 fn functionalize_lift_fresh(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    if is_functional(self_) {
+        return op::view::call(self_, &self_.sizes());
+    }
     let reapply = reapply_views();
     lift_with("lift_fresh", self_, &|t| {
         if reapply {
@@ -184,8 +190,12 @@ fn functionalize_lift_fresh(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     })
 }
 
-/// The kernel of `lift_fresh_copy(self)`.
+/// The kernel of `lift_fresh_copy(self)`. A tensor already functional is cloned in the layer
+/// (a new alias group), as PyTorch's `lift_fresh_functionalize_copy` does.
 fn functionalize_lift_fresh_copy(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    if is_functional(self_) {
+        return op::clone::call(self_, None);
+    }
     lift_with("lift_fresh_copy", self_, &|t| op::lift_fresh_copy::call(t))
 }
 

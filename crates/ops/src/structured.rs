@@ -130,6 +130,13 @@ pub fn resize_output(out: &Tensor, sizes: &[i64]) -> Result<bool> {
             fmt_dims(sizes)
         ));
     }
+    if !out.has_storage() && !out.is_meta() {
+        // A tensor without storage of its own (a functional wrapper, a lazy tensor) resizes
+        // through its kernels, as PyTorch's `resize_output` calls `resize_`: resizing the
+        // geometry in place would leave the value behind it at its old size.
+        crate::op::resize_::call(out, sizes, None)?;
+        return Ok(true);
+    }
     out.resize_contiguous(sizes)?;
     Ok(true)
 }

@@ -22,5 +22,6 @@ mod lists;
 mod memory;
 mod property;
 mod reuse;
+mod samples;
 mod trace_cost;
 mod values;

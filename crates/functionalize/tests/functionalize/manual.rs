@@ -107,20 +107,32 @@ fn lift_wraps_plain_tensors_only() {
                 // Mutating a lifted constant leaves the constant alone.
                 b.mul_scalar_(3.0)?;
                 assert_eq!(c.to_vec::<f32>()?, vec![1.0, 2.0]);
-                let e = switchyard_ops::lift_fresh(&b).unwrap_err();
+                // `lift` refuses a functional tensor (an internal assert in PyTorch);
+                // `lift_fresh` of one is an alias of it, `lift_fresh_copy` a copy (PyTorch's
+                // `lift_fresh_functionalize(_copy)`, checked live: `lift_fresh(y).add_(1)`
+                // on a lazy `y` changes `y`).
+                let e = switchyard_ops::lift(&b).unwrap_err();
                 assert!(
                     e.message()
-                        .starts_with("lift_fresh: expected a tensor that is not functional"),
+                        .starts_with("lift: expected a tensor that is not functional"),
                     "{e}"
                 );
-                Ok(vec![a, b, d])
+                let alias = switchyard_ops::lift_fresh(&b)?;
+                let copy = switchyard_ops::lift_fresh_copy(&b)?;
+                assert!(is_functional(&alias) && is_functional(&copy));
+                assert!(are_aliased(&alias, &b) && !are_aliased(&copy, &b));
+                alias.add_scalar_(1.0)?;
+                copy.mul_scalar_(10.0)?;
+                Ok(vec![a, b, d, copy])
             },
             &[],
             remove,
         )
         .unwrap();
-        assert_eq!(outs[1].to_vec::<f32>().unwrap(), vec![3.0, 6.0]);
+        // b = c * 3, then + 1 through its alias; the copy took b's values before that.
+        assert_eq!(outs[1].to_vec::<f32>().unwrap(), vec![4.0, 7.0]);
         assert_eq!(outs[2].to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+        assert_eq!(outs[3].to_vec::<f32>().unwrap(), vec![30.0, 60.0]);
     }
 }
 
