@@ -116,18 +116,9 @@ fn unary_out_check(name: &str, case: &Value) -> bool {
         || (name.contains(".out resize-warn ") && error.is_none())
 }
 
-/// Why `_native_batch_norm_legit` of a `Long` input differs: traced lazily, the call's shape
-/// inference (the Meta kernel, `batch_norm_checks`) checks the parameters' dtypes first and
-/// raises "mixed dtype (CPU)", where the CPU kernel checks its floating-point dtype coverage
-/// first. Both refuse; the Meta kernel's check order is the one to align (left for later).
-const META_CHECK_ORDER: &str = "the Meta kernel checks parameter dtypes before dtype coverage";
-
 fn known_difference(name: &str, case: &Value) -> Option<&'static str> {
     if name == "fq one tensor for all (F6)" {
         return Some(ALIASED_MUTABLE_ARGUMENTS);
-    }
-    if name == "legit error long" {
-        return Some(META_CHECK_ORDER);
     }
     (unary_out_check(name, case) || OUT_CASES.contains(&name)).then_some(OUT_VIA_FUNCTIONAL)
 }
@@ -197,3 +188,4 @@ mod shape;
 #[allow(unused_imports, dead_code, clippy::all)]
 #[path = "../../../../crates/cpu/tests/nn.rs"]
 mod nn;
+
