@@ -170,13 +170,9 @@ fn full_infers_pytorchs_dtype() {
     }
 }
 
-/// A zero tensor laid out as the oracle's `make` lays it out.
-fn make(spec: &Value) -> Tensor {
-    make_on(spec, Device::CPU)
-}
-
-/// [`make`] on `device` (zero-filled on CPU; meta tensors have no data; on another device,
-/// made on the CPU and moved there with its geometry, [`placed`]).
+/// A zero tensor laid out as the oracle's `make` lays it out, on `device` (zero-filled on CPU;
+/// meta tensors have no data; on another device, made on the CPU and moved there with its
+/// geometry, [`placed`]).
 fn make_on(spec: &Value, device: Device) -> Tensor {
     if device != Device::CPU && device != Device::META {
         return with_target(|| placed(make_on(spec, Device::CPU)));

@@ -7,8 +7,11 @@
 //! back to the CPU with their sizes and strides. Expected values, dtypes, strides and error
 //! texts are the fixtures', unchanged.
 //!
-//! Tests of those files that read host memory, call kernels directly or check Meta tensors
-//! return at once here (`support::on_cpu()`); the CPU suites run them.
+//! The suites whose CPU tests call kernels or meta functions directly (`linalg`, `indexing`,
+//! `views`, `copy`, `factory`) call the same overloads through the dispatcher here. Tests of
+//! those files that read host memory, call kernels directly or check Meta tensors return at
+//! once here (`support::on_cpu()`, or `cpu_only(CpuOnly::..)`, whose variants state why); the
+//! CPU suites run them.
 
 use std::any::Any;
 
