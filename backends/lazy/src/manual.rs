@@ -88,8 +88,11 @@ impl LazyNativeFunctions for Lazy {
         // `view` then relies on): then it is a `_to_copy` to that memory format.
         let relayout = match memory_format {
             None | Some(MemoryFormat::Preserve) => false,
+            // Exactly the contiguous strides, as eager's clone gives them (a size-1 dimension's
+            // stride too: `[2, 7, 1]` of sizes `[3, 1, 2]` becomes `[2, 2, 1]`).
             Some(MemoryFormat::Contiguous) => {
-                !switchyard_core::shape::is_contiguous(&shape.sizes, &shape.strides)
+                shape.strides.as_slice()
+                    != switchyard_core::shape::contiguous_strides(&shape.sizes).as_slice()
             }
             Some(_) => true,
         };

@@ -13,6 +13,8 @@ use switchyard_core::{Device, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_cpu::native as cpu;
 use switchyard_ops::native as ops;
 use views_support::*;
+// This suite runs on CPU tensors (the lazy backend's tests run its fixture test on lazy ones).
+use views_support::CPU_TARGET as TARGET;
 
 fn format(v: &Value) -> Option<MemoryFormat> {
     v.as_str().map(|s| MemoryFormat::parse(s).unwrap())
@@ -262,7 +264,191 @@ fn run(c: &Value) -> Result<(Vec<Tensor>, Vec<Tensor>, bool)> {
     }
 }
 
+/// `view_of` through the dispatcher (a tensor of a target has no storage to view by hand).
+fn view_of_dispatched(base: &Tensor, g: &Value, dt: &Value) -> Result<Tensor> {
+    use switchyard_ops::op;
+    let v = op::as_strided::call(
+        base,
+        &int_list(&g["sizes"]),
+        &int_list(&g["strides"]),
+        Some(int(&g["offset"])),
+    )?;
+    match dt.as_str() {
+        Some(d) => op::view_dtype::call(&v, dtype(d)),
+        None => Ok(v),
+    }
+}
+
+/// Runs a case through the dispatcher, the path of a target other than the CPU (inside
+/// `with_target`, so its tensors are built there); returns the outputs (for `copy_shared` and
+/// `fill_alias`, the written base).
+fn run_dispatched(c: &Value) -> Result<Vec<Tensor>> {
+    use switchyard_ops::op;
+    let op_name = c["op"].as_str().unwrap();
+    match op_name {
+        "copy_shared" | "fill_alias" => {
+            let base = make(&c["base"]);
+            let dst = view_of_dispatched(&base, &c["dst"], &c["dst_dtype"])?;
+            if op_name == "copy_shared" {
+                let src = view_of_dispatched(&base, &c["src"], &c["src_dtype"])?;
+                op::copy_::call(&dst, &src, false)?;
+            } else {
+                let value = view_of_dispatched(&base, &c["value"], &Value::Null)?;
+                op::fill__Tensor::call(&dst, &value)?;
+            }
+            return Ok(vec![base]);
+        }
+        "_to_cpu" => {
+            let ts: Vec<Tensor> = c["tensors"].as_array().unwrap().iter().map(make).collect();
+            return op::_to_cpu::call(&ts);
+        }
+        _ => {}
+    }
+    let t = make(&c["self"]);
+    let one = |r: Result<Tensor>| r.map(|o| vec![o]);
+    let copy = || c["copy"].as_bool().unwrap();
+    match op_name {
+        "copy_" => {
+            // Explicit source values are built on the CPU (`make` places its tensors).
+            let src = source(c);
+            let src = if src.is_cpu() { placed(src) } else { src };
+            one(op::copy_::call(&t, &src, false))
+        }
+        "clone" => one(op::clone::call(&t, format(&c["memory_format"]))),
+        "contiguous" => one(op::contiguous::call(
+            &t,
+            format(&c["memory_format"]).unwrap(),
+        )),
+        "_to_copy" => one(op::_to_copy::call(
+            &t,
+            opt_dtype(&c["dtype"]),
+            None,
+            opt_device(&c["device"]),
+            None,
+            false,
+            format(&c["memory_format"]),
+        )),
+        "to.dtype" => one(op::to_dtype::call(
+            &t,
+            dtype(c["dtype"].as_str().unwrap()),
+            false,
+            copy(),
+            format(&c["memory_format"]),
+        )),
+        "to.device" => one(op::to_device::call(
+            &t,
+            opt_device(&c["device"]).unwrap(),
+            dtype(c["dtype"].as_str().unwrap()),
+            false,
+            copy(),
+            format(&c["memory_format"]),
+        )),
+        "to.other" => one(op::to_other::call(
+            &t,
+            &make(&c["other"]),
+            false,
+            copy(),
+            None,
+        )),
+        "to.dtype_layout" => one(op::to_dtype_layout::call(
+            &t,
+            opt_dtype(&c["dtype"]),
+            None,
+            opt_device(&c["device"]),
+            None,
+            false,
+            copy(),
+            None,
+        )),
+        "fill_.Scalar" => one(op::fill__Scalar::call(&t, scalar(&c["value"]))),
+        "fill.Scalar" => one(op::fill_Scalar::call(&t, scalar(&c["value"]))),
+        "fill_.Tensor" => one(op::fill__Tensor::call(&t, &make(&c["value"]))),
+        "fill.Tensor" => one(op::fill_Tensor::call(&t, &make(&c["value"]))),
+        "zero_" => one(op::zero_::call(&t)),
+        "copy" => one(op::copy::call(&t, &make(&c["src"]), false)),
+        "slice_scatter" => one(op::slice_scatter::call(
+            &t,
+            &make(&c["src"]),
+            int(&c["dim"]),
+            opt_int(&c["start"]),
+            opt_int(&c["end"]),
+            int(&c["step"]),
+        )),
+        "select_scatter" => one(op::select_scatter::call(
+            &t,
+            &make(&c["src"]),
+            int(&c["dim"]),
+            int(&c["index"]),
+        )),
+        "diagonal_scatter" => one(op::diagonal_scatter::call(
+            &t,
+            &make(&c["src"]),
+            int(&c["offset"]),
+            int(&c["dim1"]),
+            int(&c["dim2"]),
+        )),
+        "as_strided_scatter" => one(op::as_strided_scatter::call(
+            &t,
+            &make(&c["src"]),
+            &int_list(&c["size"]),
+            &int_list(&c["stride"]),
+            opt_int(&c["storage_offset"]),
+        )),
+        "unbind_copy.int_out" | "split_copy.Tensor_out" | "split_with_sizes_copy.out" => {
+            let outs: Vec<Tensor> = c["out"].as_array().unwrap().iter().map(make).collect();
+            match op_name {
+                "unbind_copy.int_out" => op::unbind_copy_int_out::call(&t, int(&c["dim"]), &outs),
+                "split_copy.Tensor_out" => op::split_copy_Tensor_out::call(
+                    &t,
+                    int(&c["split_size"]),
+                    int(&c["dim"]),
+                    &outs,
+                ),
+                _ => op::split_with_sizes_copy_out::call(
+                    &t,
+                    &int_list(&c["split_sizes"]),
+                    int(&c["dim"]),
+                    &outs,
+                ),
+            }
+            .map(|()| outs)
+        }
+        other => panic!("no runner for {other}"),
+    }
+}
+
+/// A CPU case on a target other than the CPU: built there, run through the dispatcher,
+/// synced; results compared with [`check_on_target`], or the error.
+fn check_case_on_target(c: &Value) {
+    let ctx = format!("{} {c} (on {})", c["op"], target_name());
+    let ctx = &ctx[..ctx.len().min(400)];
+    let result = with_target(|| run_dispatched(c));
+    let outs = result.clone();
+    let hosts = finish(result);
+    if let Some(err) = c["expect"].get("error") {
+        match hosts {
+            Err(e) => check_error(&e, err, ctx),
+            Ok(_) => panic!("{ctx}: expected error {err}"),
+        }
+        return;
+    }
+    let hosts = hosts.unwrap_or_else(|e| panic!("{ctx}: unexpected error {e}"));
+    let outs = outs.unwrap();
+    let descs: Vec<Value> = match (c["expect"].get("tensor"), c["expect"].get("list")) {
+        (Some(d), _) => vec![d.clone()],
+        (_, Some(l)) => l.as_array().unwrap().clone(),
+        _ => panic!("{ctx}: no expectation"),
+    };
+    assert_eq!(outs.len(), descs.len(), "{ctx}: number of outputs");
+    for (i, ((o, h), d)) in outs.iter().zip(&hosts).zip(&descs).enumerate() {
+        check_on_target(o, h, d, &format!("{ctx} output {i}"));
+    }
+}
+
 fn check_case(c: &Value) {
+    if !on_cpu() {
+        return check_case_on_target(c);
+    }
     let ctx = format!("{} {}", c["op"], c);
     let ctx = &ctx[..ctx.len().min(400)];
     let result = run(c);
@@ -299,6 +485,34 @@ fn copies_match_pytorch() {
     let cases = f["cases"].as_array().unwrap();
     assert!(cases.len() > 1300, "fixture has {} cases", cases.len());
     let cpu_errors = cpu_errors(cases);
+    let _serial = serial();
+    if !on_cpu() {
+        // The CPU cases on the target (the Meta cases are the CPU suite's).
+        let on_meta = |c: &&Value| c.to_string().contains("\"device\":\"meta\"");
+        let mut failures = Vec::new();
+        for c in cases.iter().filter(|c| !on_meta(c)) {
+            let label = format!("copy {}", c["op"].as_str().unwrap());
+            if known_difference(&label, c).is_some() {
+                continue;
+            }
+            if let Err(p) = std::panic::catch_unwind(|| check_case(c)) {
+                failures.push(
+                    p.downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default(),
+                );
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} differences on {}:\n{}",
+            failures.len(),
+            target_name(),
+            failures.join("\n")
+        );
+        return;
+    }
     let mut stricter = 0;
     for c in cases {
         match cpu_twin_error(&cpu_errors, c) {
@@ -382,6 +596,9 @@ fn reference_copy(dst: &Tensor, src: &Tensor) -> Vec<Val> {
 /// the element-by-element result.
 #[test]
 fn large_copies_equal_elementwise_reference() {
+    if cpu_only(CpuOnly::Kernel) {
+        return;
+    }
     let n = 300i64;
     let vals: Vec<f64> = (0..n * n)
         .map(|i| ((i * 37) % 1001) as f64 - 500.0)
@@ -423,6 +640,9 @@ fn large_copies_equal_elementwise_reference() {
 /// `clone` preserves dense strides.
 #[test]
 fn clones_preserve_elements_and_dense_layouts() {
+    if cpu_only(CpuOnly::Handwritten) {
+        return;
+    }
     let base = Tensor::from_vec((0..120).map(|x| x as f32).collect(), &[2, 3, 4, 5]).unwrap();
     let layouts = [
         base.clone(),
@@ -449,6 +669,9 @@ fn clones_preserve_elements_and_dense_layouts() {
 
 #[test]
 fn copy_from_and_resize_and_detach() {
+    if cpu_only(CpuOnly::Storage) {
+        return;
+    }
     let src = Tensor::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3]).unwrap();
     let dst = Tensor::allocate(&[0], ScalarType::Double, Device::CPU).unwrap();
     let r = ops::_copy_from_and_resize(&src, &dst).unwrap();
@@ -475,6 +698,9 @@ fn copy_from_and_resize_and_detach() {
 /// `copy_` into a tensor followed by reading it back equals `_to_copy` (the functional form).
 #[test]
 fn inplace_copy_equals_functional_to_copy() {
+    if cpu_only(CpuOnly::Handwritten) {
+        return;
+    }
     let src =
         Tensor::from_vec((0..24).map(|x| x as f64 * 0.75 - 7.0).collect(), &[2, 3, 4]).unwrap();
     let src = ops::permute(&src, &[1, 2, 0]).unwrap();
@@ -490,6 +716,9 @@ fn inplace_copy_equals_functional_to_copy() {
 /// The tiled transpose and the memcpy path also serve views of one storage (disjoint halves).
 #[test]
 fn fast_paths_within_one_storage() {
+    if cpu_only(CpuOnly::Kernel) {
+        return;
+    }
     let n = 80i64;
     let base = Tensor::from_vec((0..2 * n * n).map(|x| x as i32).collect(), &[2 * n * n]).unwrap();
     let first = ops::view(
@@ -518,6 +747,9 @@ fn fast_paths_within_one_storage() {
 /// `fill_` and `zero_` on large dense, transposed and expanded tensors.
 #[test]
 fn large_fills_cover_every_element() {
+    if cpu_only(CpuOnly::Kernel) {
+        return;
+    }
     let n = 400i64;
     let base = Tensor::allocate(&[n, n], ScalarType::Half, Device::CPU).unwrap();
     let views = [

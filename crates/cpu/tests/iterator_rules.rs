@@ -12,6 +12,40 @@ use switchyard_core::{Device, Result, Scalar, ScalarType, Tensor};
 use switchyard_cpu as _;
 use switchyard_ops::op;
 
+#[path = "target_support/mod.rs"]
+mod target_support;
+use target_support::*;
+// This suite runs on CPU tensors (the lazy backend's tests run its layout tests on lazy ones).
+use target_support::CPU_TARGET as TARGET;
+
+/// The devices a layout test runs on: the CPU and Meta, or the target's alone.
+fn devices() -> Vec<Device> {
+    if on_cpu() {
+        vec![Device::CPU, Device::META]
+    } else {
+        vec![target_device()]
+    }
+}
+
+/// A view of a fresh storage of `extent` floats on `device` with `sizes` and `strides` (on the
+/// target: made on the CPU and moved there with its geometry).
+fn view_on(device: Device, extent: i64, sizes: &[i64], strides: &[i64]) -> Tensor {
+    let host = if device.is_meta() {
+        device
+    } else {
+        Device::CPU
+    };
+    let t = Tensor::allocate(&[extent], ScalarType::Float, host)
+        .unwrap()
+        .as_strided_view(sizes, strides, 0)
+        .unwrap();
+    if device == host {
+        t
+    } else {
+        with_target(|| placed(t))
+    }
+}
+
 const PARTIAL: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
 const INTERNAL: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
 
@@ -36,6 +70,9 @@ fn message<T>(r: Result<T>) -> String {
 
 #[test]
 fn outputs_sharing_part_of_an_input_are_refused() {
+    if cpu_only(CpuOnly::Storage) {
+        return;
+    }
     {
         let device = Device::CPU;
         let x = seq(5, device);
@@ -109,6 +146,9 @@ fn outputs_sharing_part_of_an_input_are_refused() {
 
 #[test]
 fn full_overlaps_and_empty_tensors_are_allowed() {
+    if cpu_only(CpuOnly::Storage) {
+        return;
+    }
     for device in [Device::CPU, Device::META] {
         let y = Tensor::allocate(&[3, 3], ScalarType::Float, device).unwrap();
         // torch.mul(y, 2, out=y); torch.mul(y[0], y[1], out=y[0]); x[:0].add_(x[:0])
@@ -139,6 +179,9 @@ fn full_overlaps_and_empty_tensors_are_allowed() {
 
 #[test]
 fn outputs_repeating_elements_are_refused() {
+    if cpu_only(CpuOnly::Storage) {
+        return;
+    }
     {
         let device = Device::CPU;
         let one = Tensor::allocate(&[1], ScalarType::Float, device).unwrap();
@@ -162,7 +205,8 @@ fn outputs_repeating_elements_are_refused() {
 /// as PyTorch 2.15 gives them.
 #[test]
 fn allocated_outputs_take_the_inputs_layout() {
-    for device in [Device::CPU, Device::META] {
+    let _serial = serial();
+    for device in devices() {
         let strided = |sizes: &[i64], strides: &[i64]| {
             let extent: i64 = sizes
                 .iter()
@@ -170,10 +214,7 @@ fn allocated_outputs_take_the_inputs_layout() {
                 .map(|(s, t)| (s - 1) * t)
                 .sum::<i64>()
                 + 1;
-            Tensor::allocate(&[extent], ScalarType::Float, device)
-                .unwrap()
-                .as_strided_view(sizes, strides, 0)
-                .unwrap()
+            view_on(device, extent, sizes, strides)
         };
         let unit = Tensor::wrapped_scalar(Scalar::Float(1.0)).unwrap();
         let add = |a: &Tensor, b: &Tensor| op::add_Tensor::call(a, b, Scalar::Int(1)).unwrap();
@@ -203,44 +244,46 @@ fn allocated_outputs_take_the_inputs_layout() {
         let e = strided(&[3, 2], &[4, 2]);
         assert_eq!(add(&e, &unit).strides().as_slice(), &[2, 1]);
         // z = torch.rand(0, 3).t(); z + 1: an empty dimension zeroes the outer stride.
-        let z = Tensor::allocate(&[0, 3], ScalarType::Float, device)
-            .unwrap()
-            .as_strided_view(&[3, 0], &[1, 3], 0)
-            .unwrap();
+        let z = view_on(device, 0, &[3, 0], &[1, 3]);
         assert_eq!(add(&z, &unit).strides().as_slice(), &[1, 3]);
         // e0 = torch.empty(2, 0, 3, 4, memory_format=torch.channels_last): empty, hence
         // contiguous too, so e0 + e0 and e0 + 1 are contiguous.
-        let e0 = Tensor::allocate(&[0], ScalarType::Float, device)
-            .unwrap()
-            .as_strided_view(&[2, 0, 3, 4], &[0, 1, 0, 0], 0)
-            .unwrap();
+        let e0 = view_on(device, 0, &[2, 0, 3, 4], &[0, 1, 0, 0]);
         assert_eq!(add(&e0, &e0).strides().as_slice(), &[12, 12, 4, 1]);
         assert_eq!(add(&e0, &unit).strides().as_slice(), &[12, 12, 4, 1]);
+        // What was traced runs (off the CPU).
+        finish(Ok(vec![])).unwrap();
     }
 }
 
 #[test]
 fn permuted_results_hold_the_right_values() {
+    let _serial = serial();
     // b = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]] stored transposed; b + 100 laid out like b.
     let storage: Vec<f32> = vec![0., 4., 8., 1., 5., 9., 2., 6., 10., 3., 7., 11.];
     let b = Tensor::from_vec(storage, &[12])
         .unwrap()
         .as_strided_view(&[3, 4], &[1, 3], 0)
         .unwrap();
+    let b = with_target(|| placed(b));
     let hundred = Tensor::wrapped_scalar(Scalar::Float(100.0)).unwrap();
     let r = op::add_Tensor::call(&b, &hundred, Scalar::Int(1)).unwrap();
     assert_eq!(r.strides().as_slice(), &[1, 3]);
     let expected: Vec<f32> = (0..12).map(|i| 100.0 + i as f32).collect();
-    assert_eq!(r.to_vec::<f32>().unwrap(), expected);
+    assert_eq!(
+        finish_one(Ok(r)).unwrap().to_vec::<f32>().unwrap(),
+        expected
+    );
     // Large enough to split across threads: the permuted output is written in memory order.
     let n = 300i64;
     let big = Tensor::from_vec((0..n * n).map(|i| i as f32).collect(), &[n * n])
         .unwrap()
         .as_strided_view(&[n, n], &[1, n], 0)
         .unwrap();
+    let big = with_target(|| placed(big));
     let r = op::add_Tensor::call(&big, &big, Scalar::Int(1)).unwrap();
     assert_eq!(r.strides().as_slice(), &[1, n]);
-    let got = r.to_vec::<f32>().unwrap();
+    let got = finish_one(Ok(r)).unwrap().to_vec::<f32>().unwrap();
     let want: Vec<f32> = (0..n)
         .flat_map(|i| (0..n).map(move |j| 2.0 * (j * n + i) as f32))
         .collect();
@@ -254,6 +297,9 @@ fn permuted_results_hold_the_right_values() {
 /// refuse an expanded output as PyTorch does; on Meta tensors nothing is checked.
 #[test]
 fn other_kernels_writing_repeated_elements_are_refused() {
+    if cpu_only(CpuOnly::Storage) {
+        return;
+    }
     let expanded = |dtype: ScalarType, device: Device| {
         let one = Tensor::allocate(&[1, 3], dtype, device).unwrap();
         op::expand::call(&one, &[2, 3], false).unwrap()

@@ -16,8 +16,12 @@ use switchyard_core::{Result, Scalar, Tensor};
 use switchyard_cpu::native;
 use switchyard_ops::meta;
 
-/// Runs one fixture case through meta + impl.
+/// Runs one fixture case through meta + impl (on the CPU), or through the dispatcher on
+/// another target ([`run_dispatched`]).
 fn run(case: &Value) -> Result<Vec<Tensor>> {
+    if !support::on_cpu() {
+        return run_dispatched(case);
+    }
     let op = case["op"].as_str().unwrap();
     let variant = Variant::parse(case["variant"].as_str().unwrap());
     let args = case["args"].as_array().unwrap();
@@ -100,6 +104,50 @@ fn run(case: &Value) -> Result<Vec<Tensor>> {
     }
 }
 
+/// Runs one fixture case through the dispatcher, the path of a target other than the CPU
+/// (whose kernels are reached only that way): the same arguments, the overload of the
+/// variant.
+fn run_dispatched(case: &Value) -> Result<Vec<Tensor>> {
+    use switchyard_ops::op;
+    let op = case["op"].as_str().unwrap();
+    let variant = Variant::parse(case["variant"].as_str().unwrap());
+    let a = support::args(case);
+    let args = case["args"].as_array().unwrap();
+    let out = case.get("out").map(tensor);
+    let o = || out.as_ref().unwrap();
+    let t = |i: usize| a[i].tensor();
+    let r = match (op, variant) {
+        ("mm", Variant::Out) => op::mm_out::call(t(0), t(1), o()),
+        ("mm", _) => op::mm::call(t(0), t(1)),
+        ("bmm", Variant::Out) => op::bmm_out::call(t(0), t(1), o()),
+        ("bmm", _) => op::bmm::call(t(0), t(1)),
+        ("addmm", v) => {
+            let (beta, alpha) = (scalar(&args[3]), scalar(&args[4]));
+            match v {
+                Variant::Out => op::addmm_out::call(t(0), t(1), t(2), beta, alpha, o()),
+                Variant::Inplace => op::addmm_::call(t(0), t(1), t(2), beta, alpha),
+                Variant::Functional => op::addmm::call(t(0), t(1), t(2), beta, alpha),
+            }
+        }
+        ("baddbmm", v) => {
+            let (beta, alpha) = (scalar(&args[3]), scalar(&args[4]));
+            match v {
+                Variant::Out => op::baddbmm_out::call(t(0), t(1), t(2), beta, alpha, o()),
+                Variant::Inplace => op::baddbmm_::call(t(0), t(1), t(2), beta, alpha),
+                Variant::Functional => op::baddbmm::call(t(0), t(1), t(2), beta, alpha),
+            }
+        }
+        ("dot", Variant::Out) => op::dot_out::call(t(0), t(1), o()),
+        ("dot", _) => op::dot::call(t(0), t(1)),
+        ("matmul", Variant::Out) => op::matmul_out::call(t(0), t(1), o()),
+        ("matmul", _) => op::matmul::call(t(0), t(1)),
+        ("linear", Variant::Out) => op::linear_out::call(t(0), t(1), a[2].opt_tensor(), o()),
+        ("linear", _) => op::linear::call(t(0), t(1), a[2].opt_tensor()),
+        (other, _) => panic!("unknown op {other}"),
+    };
+    r.map(|r| vec![r])
+}
+
 /// Runs a case through the dispatcher by its schema name, every tensor a Meta tensor of the
 /// same geometry: what the Meta kernels (or composites over them) do with it.
 fn run_on_meta(case: &Value) -> Result<Vec<Tensor>> {
@@ -146,6 +194,9 @@ fn run_on_meta(case: &Value) -> Result<Vec<Tensor>> {
 /// a computing kernel can raise (`support::cpu_only_error`).
 #[test]
 fn linalg_errors_on_meta_are_the_cpu_errors() {
+    if support::cpu_only(support::CpuOnly::Meta) {
+        return;
+    }
     let fixture = support::fixture("linalg.json");
     let (checked, failures) = support::meta_error_parity(support::cases(&fixture), run_on_meta);
     assert!(
@@ -175,6 +226,9 @@ fn linalg_matches_pytorch() {
 /// `matmul` and `linear` on `Meta` tensors: PyTorch's shapes and dtypes, and its shape errors.
 #[test]
 fn composites_on_meta() {
+    if support::cpu_only(support::CpuOnly::Meta) {
+        return;
+    }
     let fixture = support::fixture("linalg.json");
     let mut checked = 0;
     for case in support::cases(&fixture) {
@@ -239,6 +293,9 @@ fn composites_on_meta() {
 /// bias after. Expectations are PyTorch's answers to the quoted `F.linear` calls.
 #[test]
 fn linear_picks_pytorchs_path_for_a_bias() {
+    if support::cpu_only(support::CpuOnly::Handwritten) {
+        return;
+    }
     let rand = |sizes: &[i64]| {
         let n: i64 = sizes.iter().product();
         Tensor::from_vec((0..n).map(|i| (i % 7) as f32 * 0.5).collect(), sizes).unwrap()

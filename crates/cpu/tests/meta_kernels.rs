@@ -1307,6 +1307,30 @@ fn checks_of_cpu_kernels_are_made_on_meta_too() {
             },
             Expect::Error(RuntimeError, "expected scalar type Float but found Double"),
         ),
+        // Batch norm's dtype coverage comes before the parameters' dtype checks (a `Long`
+        // input with `Float` statistics is not a "mixed dtype" error), on Meta too:
+        // `torch._native_batch_norm_legit(torch.zeros(2, 3, dtype=torch.long), None, None,
+        // torch.zeros(3), torch.ones(3), True, 0.1, 1e-5)`.
+        (
+            "_native_batch_norm_legit long input",
+            |d| {
+                op::_native_batch_norm_legit::call(
+                    &zeros(d, Long, &[2, 3]),
+                    None,
+                    None,
+                    &zeros(d, Float, &[3]),
+                    &zeros(d, Float, &[3]),
+                    true,
+                    0.1,
+                    1e-5,
+                )
+                .map(|(o, _, _)| o)
+            },
+            Expect::Error(
+                ErrorKind::NotImplementedError,
+                "\"batch_norm\" not implemented for 'Long'",
+            ),
+        ),
     ];
     check_on_both(cases);
 }

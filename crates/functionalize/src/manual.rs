@@ -8,8 +8,8 @@
 //! * `set_.source_Tensor` moves a wrapper into another alias group;
 //! * `lift`, `lift_fresh`, `lift_fresh_copy` bring a plain tensor (a constant made inside the
 //!   program) into the layer;
-//! * `_to_copy` ends functionalization when it leaves a functionalized device outside a
-//!   `functionalize()` region;
+//! * `_to_copy` (and `_to_cpu`, a batch of them) ends functionalization when it leaves a
+//!   functionalized device outside a `functionalize()` region;
 //! * `_unsafe_view` aliases its input although its schema says it does not.
 //!
 //! And [`functionalize_aten_op`]: a composite kernel run functionalized on plain inputs
@@ -247,6 +247,30 @@ fn functionalize__to_copy(
     to_functional(&out)
 }
 
+/// The kernel of `_to_cpu(tensors)` (lazy's batched transfer): syncs and unwraps each tensor,
+/// transfers them below the layer in one call and, as [`functionalize__to_copy`] does for a
+/// copy to the CPU, returns plain CPU tensors outside a `functionalize()` region (PyTorch's
+/// `_to_cpu` is `Tensor.cpu()` of each, hence its `_to_copy`; through the fallback the results
+/// were CPU wrappers without storage).
+fn functionalize__to_cpu(_ks: DispatchKeySet, (tensors,): (&[Tensor],)) -> Result<Vec<Tensor>> {
+    let values = tensors
+        .iter()
+        .map(synced_value)
+        .collect::<Result<Vec<_>>>()?;
+    let out = {
+        let _below = below();
+        op::_to_cpu::call(&values)?
+    };
+    let keep = tls_is_dispatch_key_included(DispatchKey::Functionalize)
+        || tensors
+            .iter()
+            .any(|t| device_opted_into_functionalization(t.device(), Some(Device::CPU)));
+    if !keep {
+        return Ok(out);
+    }
+    out.iter().map(to_functional).collect()
+}
+
 /// The kernel of `_unsafe_view(self, size)`: an aliasing view, although the schema does not
 /// say so (PyTorch's `_unsafe_view_functionalize`; the composite `reshape` of a tensor that
 /// cannot be viewed ends in it, on a fresh clone). Forward `_unsafe_view(base, size)` in both
@@ -409,6 +433,10 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_(
         "_to_copy",
         Kernel::typed::<op::_to_copy>(functionalize__to_copy).debug("functionalize__to_copy"),
+    )?;
+    lib.impl_(
+        "_to_cpu",
+        Kernel::typed::<op::_to_cpu>(functionalize__to_cpu).debug("functionalize__to_cpu"),
     )?;
     lib.impl_(
         "_unsafe_view",

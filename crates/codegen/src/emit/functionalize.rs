@@ -612,8 +612,12 @@ fn view_kernel(
     }
     let _ = writeln!(b, "    let meta = {meta};");
     // The view itself (never its copy), run on a meta shadow of the input for the eager
-    // geometry of the output (plan §2.4).
-    let shadow = format!("&|s: &Tensor| {}::call(s{sep}{args})", op_path(v));
+    // geometry of the output (plan §2.4). An in-place view runs itself on the shadow, so its
+    // own checks and words are eager's ("t_() expects a tensor with <= 2 dimensions").
+    let shadow = format!(
+        "&|s: &Tensor| {}::call(s{sep}{args})",
+        op_path(inplace.unwrap_or(v))
+    );
     if inplace.is_some() {
         if multi {
             return Err("in-place multi-output view".into());
@@ -1082,7 +1086,7 @@ mod tests {
         // Eager geometry from the view itself on a meta shadow, in both modes.
         assert!(views.contains("view_output(self_, meta, &|s: &Tensor| op::slice_Tensor::call(s, dim, start, end, step))"));
         assert!(views.contains(
-            "inplace_view(self_, meta, &|s: &Tensor| op::transpose_int::call(s, dim0, dim1))?;"
+            "inplace_view(self_, meta, &|s: &Tensor| op::transpose_::call(s, dim0, dim1))?;"
         ));
     }
 }

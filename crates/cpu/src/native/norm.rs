@@ -16,9 +16,7 @@ use switchyard_core::half::{bf16, f16};
 use switchyard_core::{
     Error, ErrorKind, MemoryFormat, Result, Scalar, ScalarType, Tensor, torch_check,
 };
-use switchyard_ops::meta::{
-    BatchNormInfo, batch_norm_checks, batch_norm_presence_checks, fused_moving_avg_obs_fq_checks,
-};
+use switchyard_ops::meta::{BatchNormInfo, batch_norm_checks, fused_moving_avg_obs_fq_checks};
 use switchyard_ops::native::{batch_norm_prepare_outs, batch_norm_stat_sizes};
 use switchyard_ops::op;
 
@@ -247,29 +245,6 @@ fn batch_norm_compute(
     })
 }
 
-/// The checks of every batch-norm kernel, with the CPU's dtype coverage in PyTorch's place:
-/// after the statistics' presence and the channel dimension, before the parameters'
-/// dtypes.
-fn checks(
-    input: &Tensor,
-    weight: Option<&Tensor>,
-    bias: Option<&Tensor>,
-    running_mean: Option<&Tensor>,
-    running_var: Option<&Tensor>,
-    training: bool,
-) -> Result<BatchNormInfo> {
-    batch_norm_presence_checks(
-        input,
-        running_mean.is_some(),
-        running_var.is_some(),
-        training,
-    )?;
-    if !input.dtype().is_floating_point() || input.dtype().is_complex() {
-        return Err(not_implemented("batch_norm", input.dtype()));
-    }
-    batch_norm_checks(input, weight, bias, running_mean, running_var, training)
-}
-
 /// Runs batch norm and updates the running statistics in place.
 #[allow(clippy::too_many_arguments)]
 fn run_batch_norm(
@@ -282,7 +257,8 @@ fn run_batch_norm(
     momentum: f64,
     eps: f64,
 ) -> Result<(BatchNormInfo, BatchNormResult)> {
-    let info = checks(input, weight, bias, running_mean, running_var, training)?;
+    // The shared checks, the dtype coverage in PyTorch's place among them.
+    let info = batch_norm_checks(input, weight, bias, running_mean, running_var, training)?;
     let r = batch_norm_compute(
         input,
         weight,
@@ -377,7 +353,8 @@ pub fn batch_norm_cpu_out(
     save_mean: &Tensor,
     save_invstd: &Tensor,
 ) -> Result<(Tensor, Tensor, Tensor)> {
-    let info = checks(input, weight, bias, running_mean, running_var, training)?;
+    // The shared checks, the dtype coverage in PyTorch's place among them.
+    let info = batch_norm_checks(input, weight, bias, running_mean, running_var, training)?;
     batch_norm_prepare_outs(input, &info, training, out, save_mean, save_invstd)?;
     let (_, r) = run_batch_norm(
         input,

@@ -2,6 +2,7 @@
 //! `set_.source_Tensor` / `set.source_Tensor` through the dispatcher, on CPU and Meta tensors.
 //! Expected values, geometries and messages are PyTorch 2.15's, recorded by hand from `torch`.
 
+use super::views_support::{CpuOnly, cpu_only};
 use switchyard_core::{Device, ScalarType, Tensor};
 use switchyard_ops::op;
 
@@ -28,6 +29,9 @@ fn geometry(t: &Tensor) -> (Vec<i64>, Vec<i64>, i64) {
 
 #[test]
 fn lift_and_lift_fresh_share_data_and_geometry() {
+    if cpu_only(CpuOnly::Storage) {
+        return;
+    }
     let t = transposed();
     for (name, r) in [
         ("lift", op::lift::call(&t).unwrap()),
@@ -65,6 +69,9 @@ fn lift_and_lift_fresh_share_data_and_geometry() {
 
 #[test]
 fn lift_fresh_copy_is_a_contiguous_copy() {
+    if cpu_only(CpuOnly::Handwritten) {
+        return;
+    }
     let t = transposed();
     let r = op::lift_fresh_copy::call(&t).unwrap();
     // torch: strides (2, 1), a new data_ptr.
@@ -91,6 +98,9 @@ fn lift_fresh_copy_is_a_contiguous_copy() {
 
 #[test]
 fn lift_out_and_lift_fresh_copy_out() {
+    if cpu_only(CpuOnly::Handwritten) {
+        return;
+    }
     let t = transposed();
     let expected = vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0];
     // An out of the wrong size is resized (torch warns): strides (2, 1).
@@ -130,6 +140,9 @@ fn lift_out_and_lift_fresh_copy_out() {
 
 #[test]
 fn lift_ops_on_meta_tensors() {
+    if cpu_only(CpuOnly::Meta) {
+        return;
+    }
     let m = meta_view();
     // torch: lift / lift_fresh keep ([5, 3], (1, 5), 5); lift_fresh_copy gives (3, 1), 0.
     for r in [
@@ -150,6 +163,9 @@ fn lift_ops_on_meta_tensors() {
 
 #[test]
 fn set_on_meta_takes_the_sources_geometry() {
+    if cpu_only(CpuOnly::Meta) {
+        return;
+    }
     // torch: m(3).set_(m(4, 5).t()[1:]) -> [4, 4], (1, 5), offset 1.
     let s = meta(&[4, 5], ScalarType::Float);
     let src = op::slice_Tensor::call(&op::t::call(&s).unwrap(), 0, Some(1), None, 1).unwrap();
@@ -181,6 +197,9 @@ fn set_on_meta_takes_the_sources_geometry() {
 
 #[test]
 fn set_errors_are_pytorchs() {
+    if cpu_only(CpuOnly::Handwritten) {
+        return;
+    }
     let cases = [
         // m(3).set_(m(2, 3, dtype=torch.int64))
         (
@@ -218,6 +237,9 @@ fn set_errors_are_pytorchs() {
 
 #[test]
 fn set_on_cpu_works_within_one_storage_and_refuses_another() {
+    if cpu_only(CpuOnly::Storage) {
+        return;
+    }
     // torch: y.set_(y.t()) on a (2, 3) tensor -> [3, 2], (1, 3), same values.
     let y = Tensor::from_vec((0..6).map(|v| v as f32).collect::<Vec<_>>(), &[2, 3]).unwrap();
     let yt = op::t::call(&y).unwrap();

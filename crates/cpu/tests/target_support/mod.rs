@@ -48,6 +48,14 @@ pub fn target_name() -> &'static str {
     crate::TARGET.0
 }
 
+/// The target's device (where [`placed`] moves tensors): factories name it.
+pub fn target_device() -> switchyard_core::Device {
+    let probe = Tensor::from_vec(Vec::<f32>::new(), &[0]).expect("an empty tensor");
+    (crate::TARGET.1)(&probe)
+        .unwrap_or_else(|e| panic!("moving a tensor to {}: {e}", target_name()))
+        .device()
+}
+
 /// Whether the suite runs on the CPU (tests that need host memory or call kernels directly
 /// run only there).
 pub fn on_cpu() -> bool {
@@ -114,4 +122,30 @@ pub fn run_on_target(f: impl FnOnce() -> Result<Vec<Tensor>>) -> Result<Vec<Tens
 /// Serialises a test on the target (a no-op on the CPU).
 pub fn serial() -> Box<dyn Any> {
     (crate::TARGET.4)()
+}
+
+/// Why a test of a suite runs only on the CPU: each such test starts with
+/// `if cpu_only(CpuOnly::...) { return; }`, so the reasons are stated here once.
+#[derive(Clone, Copy, Debug)]
+pub enum CpuOnly {
+    /// It reads or compares CPU storage: aliasing of views, storage offsets and sizes, shared
+    /// version counters, memory overlap between arguments, host pointers. A lazy tensor has
+    /// no storage (functionalization keeps views as views of values, as PyTorch's LTC does).
+    Storage,
+    /// It checks Meta tensors or the Meta kernels themselves.
+    Meta,
+    /// It calls CPU kernels directly to check their own choices (a parallel path above a
+    /// grain size, a fast path within one storage, the statistics of a random stream, an
+    /// allocation limit of the machine) rather than an operator's answer.
+    Kernel,
+    /// It runs no operator on tensors (a dtype rule, a schema string).
+    NoTensor,
+    /// Its tensors and expectations are written by hand on the CPU (not fixture cases built
+    /// through [`placed`]); moving it to the target is left to do.
+    Handwritten,
+}
+
+/// Whether a test of reason `_why` is skipped here (true off the CPU).
+pub fn cpu_only(_why: CpuOnly) -> bool {
+    !on_cpu()
 }

@@ -1,6 +1,7 @@
 //! `unfold_backward` and its out= overload through the dispatcher, on CPU and Meta tensors,
 //! against values recorded from PyTorch 2.15 (`torch.ops.aten.unfold_backward`).
 
+use super::views_support::{CpuOnly, cpu_only};
 use switchyard_core::{Device, ScalarType, Tensor};
 use switchyard_ops::op;
 
@@ -14,6 +15,9 @@ fn geometry(t: &Tensor) -> (Vec<i64>, Vec<i64>) {
 
 #[test]
 fn unfold_backward_values_are_pytorchs() {
+    if cpu_only(CpuOnly::Handwritten) {
+        return;
+    }
     // g = torch.arange(1., 13.).reshape(2, 3, 2): x of (2, 4), x.unfold(1, 2, 1); the
     // overlapping windows sum.
     let g = arange(12, &[2, 3, 2]);
@@ -49,6 +53,9 @@ fn unfold_backward_values_are_pytorchs() {
 
 #[test]
 fn unfold_backward_errors_are_pytorchs() {
+    if cpu_only(CpuOnly::Handwritten) {
+        return;
+    }
     let g = arange(12, &[2, 3, 2]);
     let meta = Tensor::allocate(&[2, 3, 2], ScalarType::Float, Device::META).unwrap();
     for (t, dim, message) in [
@@ -76,6 +83,9 @@ fn unfold_backward_errors_are_pytorchs() {
 
 #[test]
 fn unfold_backward_on_meta_and_out() {
+    if cpu_only(CpuOnly::Meta) {
+        return;
+    }
     // PyTorch's Meta run fails inside its decomposition ("Cannot copy out of meta tensor");
     // here the Meta kernel gives the CPU kernel's geometry.
     let meta = Tensor::allocate(&[2, 3, 2], ScalarType::Double, Device::META).unwrap();
@@ -107,6 +117,9 @@ fn unfold_backward_on_meta_and_out() {
 /// messages, on CPU and Meta tensors (recorded from `torch.ops.aten.unfold_backward`).
 #[test]
 fn unfold_backward_refuses_a_grad_in_of_the_wrong_shape() {
+    if cpu_only(CpuOnly::Handwritten) {
+        return;
+    }
     /// (grad_in sizes, input_sizes, dim, size, step, message)
     type Case = (&'static [i64], &'static [i64], i64, i64, i64, &'static str);
     let cases: [Case; 7] = [

@@ -6,6 +6,10 @@
 use serde_json::Value;
 use switchyard_core::{Device, Element, Error, ScalarType, Tensor, dispatch_dtype};
 
+#[path = "../target_support/mod.rs"]
+mod target_support;
+pub use target_support::*;
+
 /// Parses a fixture file of `crates/cpu/tests/fixtures`.
 pub fn fixture(text: &str) -> Value {
     serde_json::from_str(text).unwrap()
@@ -58,12 +62,15 @@ pub fn make(spec: &Value) -> Tensor {
             tensor_of(&vals, dt)
         }
     };
-    base.as_strided_view(
-        &ints(&spec["sizes"]),
-        &ints(&spec["strides"]),
-        spec["offset"].as_i64().unwrap(),
-    )
-    .unwrap()
+    let view = base
+        .as_strided_view(
+            &ints(&spec["sizes"]),
+            &ints(&spec["strides"]),
+            spec["offset"].as_i64().unwrap(),
+        )
+        .unwrap();
+    // A CPU spec goes to the target inside `with_target` (Meta tensors stay Meta).
+    if view.is_meta() { view } else { placed(view) }
 }
 
 /// One element, compared exactly (NaN equals NaN).
@@ -160,6 +167,37 @@ pub fn check_tensor(out: &Tensor, desc: &Value, base: Option<&Tensor>, ctx: &str
     }
     if let Some(v) = desc.get("values").filter(|v| !v.is_null()) {
         assert_eq!(values(out), expected_values(v), "{ctx}: values");
+    }
+}
+
+/// Checks a result on a target other than the CPU against a fixture description: sizes,
+/// strides and dtype of `out` (the target's tensor), values of `host` (its copy on the CPU,
+/// after the sync). Storage offsets, storage sizes, the device and aliasing are the CPU
+/// storage's properties: a lazy tensor has no storage (functionalization keeps views as views
+/// of values, not of memory), so they are not compared there.
+pub fn check_on_target(out: &Tensor, host: &Tensor, desc: &Value, ctx: &str) {
+    assert_eq!(
+        out.sizes().as_slice(),
+        ints(&desc["sizes"]).as_slice(),
+        "{ctx}: sizes"
+    );
+    assert_eq!(
+        out.strides().as_slice(),
+        ints(&desc["strides"]).as_slice(),
+        "{ctx}: strides"
+    );
+    assert_eq!(
+        out.dtype(),
+        dtype(desc["dtype"].as_str().unwrap()),
+        "{ctx}: dtype"
+    );
+    if let Some(v) = desc.get("values").filter(|v| !v.is_null()) {
+        assert!(
+            host.storage().is_some(),
+            "{ctx}: a result on {} without storage",
+            host.device()
+        );
+        assert_eq!(values(host), expected_values(v), "{ctx}: values");
     }
 }
 

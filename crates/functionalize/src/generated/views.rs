@@ -53,7 +53,7 @@ pub(crate) fn functionalize_as_strided_(_ks: DispatchKeySet, (self_, size, strid
             move |b: &Tensor, m: &Tensor, _: usize| op::as_strided_scatter::call(b, m, &size, &stride, storage_offset)
         },
     ).as_strided();
-    inplace_view(self_, meta, &|s: &Tensor| op::as_strided::call(s, &size, &stride, storage_offset))?;
+    inplace_view(self_, meta, &|s: &Tensor| op::as_strided_::call(s, &size, &stride, storage_offset))?;
     Ok(self_.clone())
 }
 
@@ -172,7 +172,7 @@ pub(crate) fn functionalize_detach_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::detach_inverse(b, m, InverseMode::for_reapply(reapply), )
         },
     );
-    inplace_view(self_, meta, &|s: &Tensor| op::detach::call(s))?;
+    inplace_view(self_, meta, &|s: &Tensor| op::detach_::call(s))?;
     Ok(self_.clone())
 }
 
@@ -310,7 +310,7 @@ pub(crate) fn functionalize_squeeze_(_ks: DispatchKeySet, (self_,): (&Tensor,)) 
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_inverse(b, m, InverseMode::for_reapply(reapply), )
         },
     );
-    inplace_view(self_, meta, &|s: &Tensor| op::squeeze::call(s))?;
+    inplace_view(self_, meta, &|s: &Tensor| op::squeeze_::call(s))?;
     Ok(self_.clone())
 }
 
@@ -330,7 +330,7 @@ pub(crate) fn functionalize_squeeze__dim(_ks: DispatchKeySet, (self_, dim): (&Te
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_dim_inverse(b, m, InverseMode::for_reapply(reapply), dim)
         },
     );
-    inplace_view(self_, meta, &|s: &Tensor| op::squeeze_dim::call(s, dim))?;
+    inplace_view(self_, meta, &|s: &Tensor| op::squeeze__dim::call(s, dim))?;
     Ok(self_.clone())
 }
 
@@ -352,7 +352,7 @@ pub(crate) fn functionalize_squeeze__dims(_ks: DispatchKeySet, (self_, dim): (&T
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_dims_inverse(b, m, InverseMode::for_reapply(reapply), &dim)
         },
     );
-    inplace_view(self_, meta, &|s: &Tensor| op::squeeze_dims::call(s, &dim))?;
+    inplace_view(self_, meta, &|s: &Tensor| op::squeeze__dims::call(s, &dim))?;
     Ok(self_.clone())
 }
 
@@ -391,7 +391,7 @@ pub(crate) fn functionalize_t_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::t_inverse(b, m, InverseMode::for_reapply(reapply), )
         },
     );
-    inplace_view(self_, meta, &|s: &Tensor| op::t::call(s))?;
+    inplace_view(self_, meta, &|s: &Tensor| op::t_::call(s))?;
     Ok(self_.clone())
 }
 
@@ -430,7 +430,7 @@ pub(crate) fn functionalize_transpose_(_ks: DispatchKeySet, (self_, dim0, dim1):
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::transpose_int_inverse(b, m, InverseMode::for_reapply(reapply), dim0, dim1)
         },
     );
-    inplace_view(self_, meta, &|s: &Tensor| op::transpose_int::call(s, dim0, dim1))?;
+    inplace_view(self_, meta, &|s: &Tensor| op::transpose_::call(s, dim0, dim1))?;
     Ok(self_.clone())
 }
 
@@ -469,7 +469,7 @@ pub(crate) fn functionalize_unsqueeze_(_ks: DispatchKeySet, (self_, dim): (&Tens
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::unsqueeze_inverse(b, m, InverseMode::for_reapply(reapply), dim)
         },
     );
-    inplace_view(self_, meta, &|s: &Tensor| op::unsqueeze::call(s, dim))?;
+    inplace_view(self_, meta, &|s: &Tensor| op::unsqueeze_::call(s, dim))?;
     Ok(self_.clone())
 }
 

@@ -440,3 +440,27 @@ fn nested_functionalize() {
         switchyard_functionalize::functionalize(inner, Remove::Mutations)(&[ones(&[2])]).unwrap();
     assert_eq!(outs[0].to_vec::<f32>().unwrap(), vec![2.0; 2]);
 }
+
+/// Not in A.10: an in-place view is checked as itself, with its own words, and refused before
+/// anything changes (`torch.zeros(2, 3, 4).t_()`: "t_() expects a tensor with <= 2
+/// dimensions, but self is 3D", PyTorch 2.15; `t` words it "t() expects ...").
+#[test]
+fn inplace_view_errors_are_the_inplace_operators() {
+    for mode in MODES {
+        let err = run_functionalized(
+            &|x| Ok(vec![switchyard_ops::op::t_::call(&x[0])?]),
+            &[ones(&[2, 3, 4])],
+            mode,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message(),
+            "t_() expects a tensor with <= 2 dimensions, but self is 3D",
+            "{mode:?}"
+        );
+    }
+    // The wrapper keeps its geometry after the refused call.
+    let w = to_functional(&ones(&[2, 3, 4])).unwrap();
+    assert!(switchyard_ops::op::t_::call(&w).is_err());
+    assert_eq!(w.sizes().as_slice(), &[2, 3, 4]);
+}

@@ -4,7 +4,9 @@
 //! words (`Normalization.cpp`'s `batch_norm_cpu`, `mixed_data_type.h`,
 //! `fused_obs_fake_quant.cpp`).
 
-use switchyard_core::{Result, ScalarType, Tensor, torch_check, torch_check_value};
+use switchyard_core::{
+    Error, ErrorKind, Result, ScalarType, Tensor, torch_check, torch_check_value,
+};
 
 /// What a batch-norm kernel needs after the checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,8 +52,10 @@ pub fn batch_norm_param_dtype(input: &Tensor, params: &[Option<&Tensor>]) -> Res
 /// parameters shorter than the channel count; here that is refused with
 /// `_batch_norm_impl_index`'s words ("running_mean should contain 3 elements not 2").
 ///
-/// The floating-point dtype coverage (`"batch_norm" not implemented for 'Long'`) is the CPU
-/// kernel's own check, made before the parameters' dtypes.
+/// The CPU kernel's floating-point dtype coverage (`"batch_norm" not implemented for 'Long'`)
+/// comes right after the channel dimension, before the parameters' dtypes; the Meta kernels
+/// make it too, so a call traced through shape inference (the lazy device) raises the CPU's
+/// error rather than a later parameter check's.
 pub fn batch_norm_checks(
     input: &Tensor,
     weight: Option<&Tensor>,
@@ -66,6 +70,13 @@ pub fn batch_norm_checks(
         running_var.is_some(),
         training,
     )?;
+    let dtype = input.dtype();
+    if !dtype.is_floating_point() || dtype.is_complex() {
+        return Err(Error::new(
+            ErrorKind::NotImplementedError,
+            format!("\"batch_norm\" not implemented for '{dtype}'"),
+        ));
+    }
     let params = [weight, bias, running_mean, running_var];
     let param_dtype = batch_norm_param_dtype(input, &params)?;
     if param_dtype == input.dtype() {
@@ -119,8 +130,8 @@ pub fn batch_norm_checks(
 }
 
 /// The first of [`batch_norm_checks`]: running statistics present in evaluation mode and
-/// given together, and an input with a channel dimension, whose size it returns. The CPU
-/// kernel checks its dtype coverage right after these.
+/// given together, and an input with a channel dimension, whose size it returns. The dtype
+/// coverage comes right after these.
 pub fn batch_norm_presence_checks(
     input: &Tensor,
     has_running_mean: bool,
