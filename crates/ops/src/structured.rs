@@ -141,25 +141,6 @@ pub fn resize_output(out: &Tensor, sizes: &[i64]) -> Result<bool> {
     Ok(true)
 }
 
-/// [`resize_output`] resizing through the `resize_` operator (as PyTorch's `resize_output`
-/// does), for composites whose `out` may be a tensor of a layer above the backend (a
-/// functional wrapper on lazy): a resize of its geometry alone would leave its value at the
-/// old size.
-pub fn resize_output_dispatched(out: &Tensor, sizes: &[i64]) -> Result<bool> {
-    if out.with_sizes(|current| same_dims(current, sizes)) {
-        return Ok(false);
-    }
-    if out.numel() != 0 {
-        switchyard_dispatch::warnings::warn(format!(
-            "An output with one or more elements was resized since it had shape {}, which does not match the required output shape {}. This behavior is deprecated, and in a future PyTorch release outputs will not be resized unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
-            fmt_dims(&out.sizes()),
-            fmt_dims(sizes)
-        ));
-    }
-    crate::op::resize_::call(out, sizes, None)?;
-    Ok(true)
-}
-
 /// Prepares an out= argument (PyTorch's generated `resize_out`): same dtype and device as the
 /// spec, resized if needed, and restrided to the spec's strides only if it was resized (the
 /// meta function's strides are advisory for tensors that already have the right shape).
