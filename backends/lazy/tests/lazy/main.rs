@@ -20,5 +20,6 @@ mod executor;
 mod ir;
 mod lists;
 mod property;
+mod random_order;
 mod reuse;
 mod values;
