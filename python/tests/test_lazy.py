@@ -109,3 +109,20 @@ def test_ir_dumps():
     assert switchyard._lazy.debug.dump_ir([y], "dot").startswith("digraph")
     with pytest.raises(RuntimeError, match="Unrecognized IR format: svg"):
         switchyard._lazy.debug.dump_ir([y], "svg")
+
+
+def test_backend_dump_is_the_program_the_step_runs():
+    # torch._lazy.debug.dump_ir(tensors, "backend"): the active backend's program for the
+    # pending IR (ours: the fusing compiler's), compiled but neither cached nor run.
+    x = sy.tensor([-1.0, 0.5, 2.0]).to("lazy")
+    y = (x * 2 + 1).relu()
+    metrics.reset()
+    cached = switchyard._C._computation_cache_size()
+    text = switchyard._lazy.debug.dump_ir([y], "backend")
+    assert "fused[mul, add, relu]" in text, text
+    assert not text.startswith("IR {")
+    assert switchyard._C._computation_cache_size() == cached
+    assert metrics.counter_value("UncachedCompile") is None
+    # Still pending: the step then compiles and runs it (hand-computed values).
+    switchyard._lazy.mark_step()
+    assert y.to("cpu").tolist() == [0.0, 2.0, 5.0]

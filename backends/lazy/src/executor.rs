@@ -33,6 +33,8 @@ struct Instr {
     /// First output slot; the node's outputs take consecutive slots.
     out: usize,
     n_out: usize,
+    /// Index of the node's first explicit generator among the graph's (post-order).
+    generator: usize,
 }
 
 /// A compiled program (the naive backend's): parameters in slots `0..n_params`, then one slot
@@ -93,16 +95,13 @@ impl Program {
         for (slot, p) in slots.iter_mut().zip(params) {
             *slot = Some(p.clone());
         }
-        // The naive program runs the post-order, so its generators come in order.
-        let mut next_generator = 0;
         for instr in &self.instrs {
             let patched: SmallVec<[Arg; 4]>;
             let args: &[Arg] = if instr.args.iter().any(is_generator) {
                 patched = crate::compiler::with_generators(
                     &instr.args,
-                    generators.get(next_generator..).unwrap_or(&[]),
+                    generators.get(instr.generator..).unwrap_or(&[]),
                 )?;
-                next_generator += instr.args.iter().filter(|a| is_generator(a)).count();
                 &patched
             } else {
                 &instr.args
@@ -333,7 +332,15 @@ fn build_graph(roots: &[Output], force_data: bool) -> Result<Graph> {
     let mut by_handle: HashMap<u64, usize, crate::ir::FastHash> = HashMap::default();
     let mut param_of = crate::ir::NodeMap::default();
     let mut sequence = Hash128::of_str("parameter_sequence");
-    for n in &order {
+    // Random nodes (post-order position, creation number): programs run them in creation
+    // order, so two graphs equal but for the order of their draws are different programs.
+    let mut draws: SmallVec<[(usize, u64); 4]> = SmallVec::new();
+    for (i, n) in order.iter().enumerate() {
+        if let OpKind::Aten(info) = &n.kind
+            && !crate::compiler::deterministic(info)
+        {
+            draws.push((i, n.seq));
+        }
         if let OpKind::DeviceData(cell) = &n.kind {
             let d = &cell.get();
             let next = params.len();
@@ -344,6 +351,14 @@ fn build_graph(roots: &[Output], force_data: bool) -> Result<Graph> {
             param_of.insert(Arc::as_ptr(n), idx);
             sequence = sequence.with_u64(idx as u64);
         }
+    }
+    if draws.len() > 1 {
+        draws.sort_unstable_by_key(|&(_, seq)| seq);
+        let mut h = Hash128::of_str("draw_order");
+        for (i, _) in draws {
+            h = h.with_u64(i as u64);
+        }
+        sequence = sequence.combine(h);
     }
     Ok(Graph {
         order,
@@ -358,7 +373,23 @@ fn compile(graph: &Graph, roots: &[Output]) -> Result<Program> {
     let mut slot_of: HashMap<*const crate::ir::Node, usize> = HashMap::new();
     let mut next = n_params;
     let mut instrs = Vec::new();
+    // Creation order (a topological order, and eager's program order, which random operators
+    // drawing from the default generator must follow; plan §4.3); explicit generators are
+    // handed over in post-order, so each instruction keeps its first one's index.
+    let mut generators_before = Vec::with_capacity(graph.order.len());
+    let mut seen = 0;
     for n in &graph.order {
+        generators_before.push(seen);
+        seen += n.args.iter().filter(|a| is_generator(a)).count();
+    }
+    let mut schedule: Vec<usize> = (0..graph.order.len()).collect();
+    // Parameters first: a leaf reused from an earlier step keeps that step's number.
+    schedule.sort_by_key(|&i| {
+        let n = &graph.order[i];
+        (matches!(n.kind, OpKind::Aten(_)), n.seq)
+    });
+    for i in schedule {
+        let n = &graph.order[i];
         match &n.kind {
             OpKind::DeviceData(_) => {
                 let p = graph
@@ -390,6 +421,7 @@ fn compile(graph: &Graph, roots: &[Output]) -> Result<Program> {
                     ins,
                     out: next,
                     n_out,
+                    generator: generators_before[i],
                 });
                 slot_of.insert(Arc::as_ptr(n), next);
                 next += n_out;

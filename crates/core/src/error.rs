@@ -128,6 +128,10 @@ impl Error {
                 let inner = self.0.operator.replace(operator.to_owned());
                 if self.0.raised_in.is_none() {
                     self.0.raised_in = inner;
+                } else if self.0.raised_in.as_deref() == Some(operator) {
+                    // Raised in the operator the error leaves by (`copy_` failing in its own
+                    // check under a functional `copy` it called): no inner place to name.
+                    self.0.raised_in = None;
                 }
             }
             None => self.0.operator = Some(operator.to_owned()),
@@ -253,6 +257,15 @@ mod tests {
         let e = Error::runtime("boom").in_operator("aten::mm");
         assert_eq!(e.to_string(), "RuntimeError: boom (in operator aten::mm)");
         assert_eq!(e.raised_in(), None);
+        // Back out through the operator it was raised in: named once.
+        let e = Error::runtime("boom")
+            .in_operator("aten::copy_")
+            .in_operator("aten::copy")
+            .in_operator("aten::copy_");
+        assert_eq!(
+            e.to_string(),
+            "RuntimeError: boom (in operator aten::copy_)"
+        );
         assert_eq!(std::mem::size_of::<Result<u64>>(), 16);
     }
 }

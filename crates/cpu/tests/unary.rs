@@ -562,3 +562,30 @@ fn free_functions_and_methods_reach_the_kernels() {
         vec![false, false, true]
     );
 }
+
+/// An empty view whose offset lies past its storage (`x[1::2]` of one row with a row stride
+/// of 2, as `.to()` of a strided row keeps it): PyTorch gives empty results (found by the lazy
+/// property test).
+#[test]
+fn empty_views_past_their_storage() {
+    use switchyard_ops::op;
+    let x = op::empty_strided::call(
+        &[1, 1],
+        &[2, 1],
+        Some(ScalarType::Float),
+        None,
+        Some(Device::CPU),
+        None,
+    )
+    .unwrap();
+    let y = op::slice_Tensor::call(&x, 0, Some(1), None, 2).unwrap();
+    assert_eq!(y.sizes().to_vec(), [0, 1]);
+    for r in [
+        op::neg::call(&y),
+        op::exp::call(&y),
+        op::relu::call(&y),
+        op::add_Tensor::call(&y, &y, 1.into()),
+    ] {
+        assert_eq!(r.unwrap().sizes().to_vec(), [0, 1]);
+    }
+}

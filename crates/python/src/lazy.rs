@@ -88,7 +88,9 @@ pub fn _clear_computation_cache() {
     switchyard_lazy::clear_computation_cache();
 }
 
-/// The pending IR of `tensors` as LTC prints it: `"text"` or `"dot"` (Graphviz).
+/// The pending IR of `tensors`: `"text"` (LTC's IR text), `"dot"` (Graphviz) or `"backend"`
+/// (the program the active backend would compile for them, compiled afresh, neither cached
+/// nor run; PyTorch's `_get_tensors_backend`).
 #[pyfunction]
 pub fn _dump_ir(
     py: Python<'_>,
@@ -100,6 +102,7 @@ pub fn _dump_ir(
         let format = match ir_format {
             "text" => switchyard_lazy::DumpFormat::Text,
             "dot" => switchyard_lazy::DumpFormat::Dot,
+            "backend" => switchyard_lazy::DumpFormat::Backend,
             other => {
                 return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
                     "Unrecognized IR format: {other}"

@@ -6,7 +6,9 @@ __all__ = ["dump_ir", "render_ir_graph"]
 
 
 def dump_ir(tensors, ir_format):
-    """The IR that syncing ``tensors`` would run, as ``"text"`` or ``"dot"`` (Graphviz)."""
+    """The IR that syncing ``tensors`` would run: ``"text"`` (LTC's IR), ``"backend"`` (the
+    program the active backend compiles for it, neither cached nor run) or ``"dot"`` (Graphviz,
+    an addition of ours)."""
     return _C._dump_ir(list(tensors), ir_format)
 
 

@@ -21,6 +21,7 @@ mod ir;
 mod lists;
 mod memory;
 mod property;
+mod random_order;
 mod reuse;
 mod samples;
 mod trace_cost;
