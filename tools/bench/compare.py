@@ -140,6 +140,8 @@ ROWS = [
         "lazy/softmax_expr_4096x1024", "softmax_expr_compiled", 1.0, True),
     Row("layer_norm_expr", "layer_norm_expr lazy (time)", LAZY, "lazy",
         "lazy/layer_norm_expr_4096x1024", "layer_norm_expr_compiled", 1.0, True),
+    Row("demo_step", "demo MLP step lazy/eager (ours)", LAZY, "lazy", "lazy/demo_mlp_step",
+        (OURS, LAZY, "lazy", "train/demo_mlp_step"), 1.0, True),
 ]
 
 

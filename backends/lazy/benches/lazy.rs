@@ -14,7 +14,8 @@
 //!   network (`crates/cli/src/train.rs`: MLP 11→64→64→6, batch 64 drawn by `index_select`
 //!   from 1279 standardised-like examples, cross-entropy, Adam lr 5e-3) on the lazy device
 //!   (warm: the step's graph is cached, `mark_step()` ends every step) and eagerly on CPU.
-//!   `compare.py`'s `demo_step` row gives their ratio (lazy/eager, target at most 1).
+//!   `compare.py`'s `demo_step` row gives their ratio (lazy/eager, target at most 1);
+//!   `lazy/demo_mlp_step_reuse_ir` is the lazy step with `set_reuse_ir(true)`.
 //!
 //! Run: `cargo bench -p switchyard-lazy --bench lazy` (or one id with `-- --exact <id>`).
 
@@ -86,6 +87,17 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(lazy_demo.step().unwrap()))
     });
     drop(lazy_demo);
+    // The same with IR reuse across steps (off by default, as in PyTorch).
+    switchyard_lazy::set_reuse_ir(true);
+    let mut lazy_demo = DemoTrainer::new(switchyard_lazy::device()).unwrap();
+    for _ in 0..3 {
+        lazy_demo.step().unwrap();
+    }
+    g.bench_function("demo_mlp_step_reuse_ir", |b| {
+        b.iter(|| black_box(lazy_demo.step().unwrap()))
+    });
+    drop(lazy_demo);
+    switchyard_lazy::set_reuse_ir(false);
     g.sample_size(10).measurement_time(Duration::from_secs(3));
     let x = values(&[16 * 1024 * 1024]);
     let lx = synced_lazy(&x);
