@@ -38,6 +38,7 @@ Rows (`--only` takes a comma-separated list of these keys, or of the criterion i
     softmax_expr  lazy/softmax_expr_4096x1024         torch.compile(sm_expr)(a)
     layer_norm_expr lazy/layer_norm_expr_4096x1024    torch.compile(ln_expr)(a)
     demo_step     lazy/demo_mlp_step                  our train/demo_mlp_step (ours/ours)
+    demo_step_reuse_ir lazy/demo_mlp_step_reuse_ir    the same with set_reuse_ir(true)
 
 The first six are switchyard-cpu's `--bench binary/reduce/nn`, `autograd_add` is
 `cargo bench -p switchyard-autograd --bench autograd`, `mlp_step` is
@@ -142,6 +143,8 @@ ROWS = [
         "lazy/layer_norm_expr_4096x1024", "layer_norm_expr_compiled", 1.0, True),
     Row("demo_step", "demo MLP step lazy/eager (ours)", LAZY, "lazy", "lazy/demo_mlp_step",
         (OURS, LAZY, "lazy", "train/demo_mlp_step"), 1.0, True),
+    Row("demo_step_reuse_ir", "demo MLP step reuse_ir lazy/eager", LAZY, "lazy",
+        "lazy/demo_mlp_step_reuse_ir", (OURS, LAZY, "lazy", "train/demo_mlp_step"), 1.0, True),
 ]
 
 
