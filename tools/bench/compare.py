@@ -37,13 +37,16 @@ Rows (`--only` takes a comma-separated list of these keys, or of the criterion i
     chain8_self   lazy/chain8_16M                     our eager/chain8_16M (ours/ours)
     softmax_expr  lazy/softmax_expr_4096x1024         torch.compile(sm_expr)(a)
     layer_norm_expr lazy/layer_norm_expr_4096x1024    torch.compile(ln_expr)(a)
+    demo_step     lazy/demo_mlp_step                  our train/demo_mlp_step (ours/ours)
+    demo_step_reuse_ir lazy/demo_mlp_step_reuse_ir    the same with set_reuse_ir(true)
 
 The first six are switchyard-cpu's `--bench binary/reduce/nn`, `autograd_add` is
 `cargo bench -p switchyard-autograd --bench autograd`, `mlp_step` is
 `cargo bench -p switchyard-nn --bench train`, the lazy rows `cargo bench -p switchyard-lazy
 --bench lazy` (plan §8.4 of docs/lazy-plan.md; the LTC rows need `torch._lazy` with its
 TorchScript backend and are left out without it; `chain8_self` compares two of our own benches,
-eager over lazy, run back to back like the others). The two libtorch rows need the built
+eager over lazy, run back to back like the others; `demo_step` likewise compares the demo
+network's lazy training step with its eager one, as a time ratio lazy/eager). The two libtorch rows need the built
 libtorch_overhead binary (its header says how to build it; `--libtorch-overhead`, by default
 /tmp/libtorch_overhead when it exists) and are left out without it. Our benches run with
 RAYON_NUM_THREADS and PyTorch with torch.set_num_threads set to `--threads`; libtorch_overhead
@@ -138,6 +141,10 @@ ROWS = [
         "lazy/softmax_expr_4096x1024", "softmax_expr_compiled", 1.0, True),
     Row("layer_norm_expr", "layer_norm_expr lazy (time)", LAZY, "lazy",
         "lazy/layer_norm_expr_4096x1024", "layer_norm_expr_compiled", 1.0, True),
+    Row("demo_step", "demo MLP step lazy/eager (ours)", LAZY, "lazy", "lazy/demo_mlp_step",
+        (OURS, LAZY, "lazy", "train/demo_mlp_step"), 1.0, True),
+    Row("demo_step_reuse_ir", "demo MLP step reuse_ir lazy/eager", LAZY, "lazy",
+        "lazy/demo_mlp_step_reuse_ir", (OURS, LAZY, "lazy", "train/demo_mlp_step"), 1.0, True),
 ]
 
 

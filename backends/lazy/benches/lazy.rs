@@ -9,7 +9,13 @@
 //!   fused loop), the result dropped — `torch.compile(chain)(x)`;
 //! * `eager/chain8_16M`: the same chain on CPU tensors, operator by operator;
 //! * `lazy/softmax_expr_4096x1024`, `lazy/layer_norm_expr_4096x1024`: `softmax(a*1.5-0.25, 1)`
-//!   and `layer_norm(tanh(a)+a, [1024])` traced and run — the compiled `sm_expr` / `ln_expr`.
+//!   and `layer_norm(tanh(a)+a, [1024])` traced and run — the compiled `sm_expr` / `ln_expr`;
+//! * `lazy/demo_mlp_step`, `train/demo_mlp_step`: one training step of `switchyard demo`'s
+//!   network (`crates/cli/src/train.rs`: MLP 11→64→64→6, batch 64 drawn by `index_select`
+//!   from 1279 standardised-like examples, cross-entropy, Adam lr 5e-3) on the lazy device
+//!   (warm: the step's graph is cached, `mark_step()` ends every step) and eagerly on CPU.
+//!   `compare.py`'s `demo_step` row gives their ratio (lazy/eager, target at most 1);
+//!   `lazy/demo_mlp_step_reuse_ir` is the lazy step with `set_reuse_ir(true)`.
 //!
 //! Run: `cargo bench -p switchyard-lazy --bench lazy` (or one id with `-- --exact <id>`).
 
@@ -18,8 +24,12 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
-use switchyard_core::{Result, Tensor};
+use switchyard_core::{Device, Result, Tensor};
 use switchyard_ops::{TensorOps, op};
+
+#[path = "shared/demo_step.rs"]
+mod demo_step;
+use demo_step::DemoTrainer;
 
 fn values(sizes: &[i64]) -> Tensor {
     let n: i64 = sizes.iter().product();
@@ -68,6 +78,26 @@ fn bench(c: &mut Criterion) {
             black_box(y)
         })
     });
+    let mut lazy_demo = DemoTrainer::new(switchyard_lazy::device()).unwrap();
+    // Warm: the first steps compile the step's graph (the first differs: Adam's state is new).
+    for _ in 0..3 {
+        lazy_demo.step().unwrap();
+    }
+    g.bench_function("demo_mlp_step", |b| {
+        b.iter(|| black_box(lazy_demo.step().unwrap()))
+    });
+    drop(lazy_demo);
+    // The same with IR reuse across steps (off by default, as in PyTorch).
+    switchyard_lazy::set_reuse_ir(true);
+    let mut lazy_demo = DemoTrainer::new(switchyard_lazy::device()).unwrap();
+    for _ in 0..3 {
+        lazy_demo.step().unwrap();
+    }
+    g.bench_function("demo_mlp_step_reuse_ir", |b| {
+        b.iter(|| black_box(lazy_demo.step().unwrap()))
+    });
+    drop(lazy_demo);
+    switchyard_lazy::set_reuse_ir(false);
     g.sample_size(10).measurement_time(Duration::from_secs(3));
     let x = values(&[16 * 1024 * 1024]);
     let lx = synced_lazy(&x);
@@ -109,6 +139,13 @@ fn bench(c: &mut Criterion) {
     e.sample_size(10).measurement_time(Duration::from_secs(3));
     e.bench_function("chain8_16M", |b| b.iter(|| black_box(chain8(&x).unwrap())));
     e.finish();
+    // Under `train/`, beside switchyard-nn's `train/mlp_step_b64`.
+    let mut t = c.benchmark_group("train");
+    let mut eager_demo = DemoTrainer::new(Device::CPU).unwrap();
+    t.bench_function("demo_mlp_step", |b| {
+        b.iter(|| black_box(eager_demo.step().unwrap()))
+    });
+    t.finish();
 }
 
 criterion_group!(benches, bench);

@@ -131,6 +131,14 @@ enum Op {
         alpha: u8,
         negate: bool,
     },
+    /// `where(r <= threshold, value, g)`, the two scalars inputs (ReLU's backward).
+    WhereLe {
+        dst: u8,
+        r: Src,
+        g: Src,
+        threshold: u8,
+        value: u8,
+    },
 }
 
 /// A compiled fused element-wise computation (see the module documentation).
@@ -159,13 +167,17 @@ enum SsaOp {
     Unary(UnaryOp, Value),
     Binary(BinaryOp, Value, Value),
     Add(Value, Value, u8, bool),
+    /// `r`, `g`, threshold input, value input.
+    WhereLe(Value, Value, u8, u8),
 }
 
 impl SsaOp {
     fn operands(&self) -> SmallVec<[Value; 2]> {
         match *self {
             SsaOp::Unary(_, x) => smallvec::smallvec![x],
-            SsaOp::Binary(_, a, b) | SsaOp::Add(a, b, _, _) => smallvec::smallvec![a, b],
+            SsaOp::Binary(_, a, b) | SsaOp::Add(a, b, _, _) | SsaOp::WhereLe(a, b, _, _) => {
+                smallvec::smallvec![a, b]
+            }
         }
     }
 }
@@ -224,6 +236,24 @@ impl FusedBuilder {
             ));
         };
         self.push(SsaOp::Add(a, b, alpha, negate))
+    }
+
+    /// `where(r <= threshold, value, g)` as eager's `le.Scalar` then `where.self` compute it
+    /// (the comparison in the compute dtype; the mask is never materialised): ReLU's
+    /// backward. `threshold` and `value` are scalar inputs.
+    pub fn where_le(
+        &mut self,
+        r: Value,
+        g: Value,
+        threshold: Value,
+        value: Value,
+    ) -> Result<Value> {
+        let (Value::Input(threshold), Value::Input(value)) = (threshold, value) else {
+            return Err(Error::runtime(
+                "internal error: a fused where_le's threshold and value must be scalar inputs",
+            ));
+        };
+        self.push(SsaOp::WhereLe(r, g, threshold, value))
     }
 
     /// The kernel computing `result`.
@@ -300,6 +330,16 @@ impl FusedBuilder {
                         b: ins[1],
                         alpha,
                         negate,
+                    }
+                }
+                SsaOp::WhereLe(_, _, threshold, value) => {
+                    names.push("where_le");
+                    Op::WhereLe {
+                        dst,
+                        r: ins[0],
+                        g: ins[1],
+                        threshold,
+                        value,
                     }
                 }
             });
@@ -721,7 +761,10 @@ impl<'t, C: FusedFloat> Prepared<'t, C> {
 impl Op {
     fn dst(&self) -> u8 {
         match *self {
-            Op::Unary { dst, .. } | Op::Binary { dst, .. } | Op::Add { dst, .. } => dst,
+            Op::Unary { dst, .. }
+            | Op::Binary { dst, .. }
+            | Op::Add { dst, .. }
+            | Op::WhereLe { dst, .. } => dst,
         }
     }
 }
@@ -1037,6 +1080,19 @@ fn apply<'s, C: FusedFloat>(
                 })?;
             }
         }
+        Op::WhereLe {
+            r,
+            g,
+            threshold,
+            value,
+            ..
+        } => {
+            let (r, g) = (read(r)?, read(g)?);
+            let (t, v) = (scalar_input(env, threshold)?, scalar_input(env, value)?);
+            binary_in_place(dst, scratch, r, g, &move |x: C, y: C| {
+                if x <= t { v } else { y }
+            })?;
+        }
     }
     Ok(())
 }
@@ -1075,6 +1131,28 @@ fn apply_to<'s, C: FusedFloat>(
                 })
             }
         }
+        Op::WhereLe {
+            r,
+            g,
+            threshold,
+            value,
+            ..
+        } => {
+            let (r, g) = (read(r)?, read(g)?);
+            let (t, v) = (scalar_input(env, threshold)?, scalar_input(env, value)?);
+            binary_to(dst, r, g, &move |x: C, y: C| if x <= t { v } else { y })
+        }
+    }
+}
+
+/// The value of scalar input `i` (a `where_le`'s threshold or value).
+fn scalar_input<C: FusedFloat>(env: &Env<'_, C>, i: u8) -> Result<C> {
+    match env.tensor_of.get(usize::from(i)).copied() {
+        Some(usize::MAX) => env.scalars[usize::from(i)]
+            .ok_or_else(|| Error::runtime("internal error: a fused scalar input without value")),
+        _ => Err(Error::runtime(
+            "internal error: a fused where_le's threshold or value is not a scalar",
+        )),
     }
 }
 

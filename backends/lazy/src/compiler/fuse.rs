@@ -28,6 +28,9 @@ enum Kind {
     Add {
         negate: bool,
     },
+    /// `where.self(le.Scalar(r, t), v, g)` with `v` 0-dim: ReLU's backward, the `le` node
+    /// absorbed (see [`where_le_mask`]).
+    WhereLe,
 }
 
 fn kind(info: &NodeInfo) -> Option<Kind> {
@@ -47,6 +50,7 @@ fn kind(info: &NodeInfo) -> Option<Kind> {
         ("aten::sigmoid", "") => Kind::Unary(UnaryOp::Sigmoid),
         ("aten::sqrt", "") => Kind::Unary(UnaryOp::Sqrt),
         ("aten::relu", "") => Kind::Unary(UnaryOp::Relu),
+        ("aten::where", "self") => Kind::WhereLe,
         _ => return None,
     })
 }
@@ -67,6 +71,37 @@ pub(super) struct Groups {
 
 type Operands = [smallvec::SmallVec<[(usize, usize); 3]>];
 
+/// The `le.Scalar` node producing the mask of `where.self` node `w`, if `w` is ReLU's backward
+/// in a form the engine runs exactly: the mask is `le.Scalar(r, t)` with `r` of `w`'s dtype and
+/// sizes and `t` a scalar, used by `w` alone and not a root; `w`'s `self` is 0-dim (a scalar).
+fn where_le_mask(
+    order: &[Arc<Node>],
+    operands: &Operands,
+    uses: &[smallvec::SmallVec<[usize; 2]>],
+    is_root: &[bool],
+    w: usize,
+) -> Option<usize> {
+    let &[(m, 0), (v, vi), _] = operands[w].as_slice() else {
+        return None;
+    };
+    let OpKind::Aten(info) = &order[m].kind else {
+        return None;
+    };
+    if (info.qualified, info.overload) != ("aten::le", "Scalar")
+        || is_root[m]
+        || !uses[m].iter().all(|&u| u == w)
+        || !order[v].shapes.get(vi)?.sizes.is_empty()
+    {
+        return None;
+    }
+    let &[(r, ri), (t, ti)] = operands[m].as_slice() else {
+        return None;
+    };
+    let (rs, ws) = (order[r].shapes.get(ri)?, &order[w].shapes[0]);
+    (rs.dtype == ws.dtype && rs.sizes == ws.sizes && order[t].shapes.get(ti)?.sizes.is_empty())
+        .then_some(m)
+}
+
 fn fusible(order: &[Arc<Node>], operands: &Operands, i: usize) -> bool {
     let nd = &order[i];
     let OpKind::Aten(info) = &nd.kind else {
@@ -85,7 +120,7 @@ fn fusible(order: &[Arc<Node>], operands: &Operands, i: usize) -> bool {
     let expected = match k {
         Kind::Unary(_) => 1,
         Kind::Binary(_) => 2,
-        Kind::Add { .. } => 3,
+        Kind::Add { .. } | Kind::WhereLe => 3,
     };
     if operands[i].len() != expected {
         return false;
@@ -94,7 +129,10 @@ fn fusible(order: &[Arc<Node>], operands: &Operands, i: usize) -> bool {
         let Some(s) = order[id].shapes.get(idx) else {
             return false;
         };
-        if pos == 2 {
+        if matches!(k, Kind::WhereLe) && pos < 2 {
+            return true; // the mask and the scalar value: `where_le_mask` checks them
+        }
+        if matches!(k, Kind::Add { .. }) && pos == 2 {
             return s.sizes.is_empty(); // alpha
         }
         s.sizes.is_empty() || (s.dtype == shape.dtype && s.sizes.len() <= shape.sizes.len())
@@ -111,9 +149,20 @@ pub(super) fn plan(
     is_root: &[bool],
 ) -> Groups {
     let n = order.len();
-    let ok: Vec<bool> = (0..n)
+    let mut ok: Vec<bool> = (0..n)
         .map(|i| live[i] && rep[i] == i && fusible(order, operands, i))
         .collect();
+    // ReLU's backward: the `where` runs fused (absorbing its `le` mask) or not at all.
+    let mut masks: Vec<(usize, usize)> = Vec::new();
+    for (w, okw) in ok.iter_mut().enumerate() {
+        if !*okw || !is_where(&order[w]) {
+            continue;
+        }
+        match where_le_mask(order, operands, uses, is_root, w) {
+            Some(m) => masks.push((m, w)),
+            None => *okw = false,
+        }
+    }
     let mut parent: Vec<Option<usize>> = vec![None; n];
     for i in 0..n {
         if !ok[i] || is_root[i] || uses[i].is_empty() {
@@ -154,6 +203,10 @@ pub(super) fn plan(
     }
     for g in tail_of.values_mut() {
         g.members.sort_by_key(|&m| order[m].seq);
+    }
+    // An absorbed mask is computed inside its `where`'s group: never scheduled itself.
+    for (m, w) in masks {
+        member_of[m] = Some(tail[w]);
     }
     // Producers fused into softmax / log_softmax over the last dimension (plan §5.5): the
     // group's result is only read by the softmax, row by row.
@@ -200,6 +253,10 @@ pub(super) fn plan(
     }
 }
 
+fn is_where(nd: &Node) -> bool {
+    matches!(&nd.kind, OpKind::Aten(info) if (info.qualified, info.overload) == ("aten::where", "self"))
+}
+
 /// The kernel of group `g` and its inputs (node outputs from outside the group, in the
 /// kernel's input order).
 pub(super) fn build(
@@ -221,8 +278,17 @@ pub(super) fn build(
             return Err(Error::runtime("internal error: a fused parameter"));
         };
         let k = kind(info).ok_or_else(|| Error::runtime("internal error: not fusible"))?;
-        let mut vals: smallvec::SmallVec<[Value; 3]> = smallvec::SmallVec::new();
-        for &(id, idx) in &operands[m] {
+        // A fused `where`'s operands are its mask's (`r`, `t`) and its own (`v`, `g`).
+        let ops: smallvec::SmallVec<[(usize, usize); 4]> = match k {
+            Kind::WhereLe => {
+                let (mask, v, g) = (operands[m][0].0, operands[m][1], operands[m][2]);
+                let (r, t) = (operands[mask][0], operands[mask][1]);
+                smallvec::smallvec![r, g, t, v]
+            }
+            _ => operands[m].iter().copied().collect(),
+        };
+        let mut vals: smallvec::SmallVec<[Value; 4]> = smallvec::SmallVec::new();
+        for &(id, idx) in &ops {
             let v = match value_of.get(&id) {
                 Some(v) if g.members.contains(&id) => *v,
                 _ => match input_of.get(&(id, idx)) {
@@ -241,6 +307,7 @@ pub(super) fn build(
             Kind::Unary(f) => b.unary(f, vals[0])?,
             Kind::Binary(f) => b.binary(f, vals[0], vals[1])?,
             Kind::Add { negate } => b.add(vals[0], vals[1], vals[2], negate)?,
+            Kind::WhereLe => b.where_le(vals[0], vals[1], vals[2], vals[3])?,
         };
         value_of.insert(m, v);
     }

@@ -150,6 +150,64 @@ fn chain8_is_one_fused_loop_with_eager_bits() {
     check(&[x], true, &|x| Ok(vec![chain8(&x[0])?]));
 }
 
+/// ReLU's backward as autograd traces it (`le.Scalar` then `where.ScalarSelf`, see
+/// `switchyard_autograd::manual::threshold_backward`): one fused `where_le`, the mask never
+/// materialised, with eager's bits on NaN, ±0, ±inf and the threshold itself, in Float and
+/// Double; a mask used twice stays an eager kernel.
+#[test]
+fn relu_backward_is_one_fused_where_le_with_eager_bits() {
+    let _g = setup();
+    let special = [
+        f32::NAN,
+        -0.0,
+        0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.25,
+        -0.25,
+        1e-30,
+    ];
+    let mut r: Vec<f32> = sample(&[64, 64], 31).to_vec::<f32>().unwrap();
+    let mut g: Vec<f32> = sample(&[64, 64], 32).to_vec::<f32>().unwrap();
+    for (i, v) in special.iter().enumerate() {
+        r[i] = *v;
+        g[i + 8] = *v;
+        r[i + 16] = *v;
+        g[i + 16] = special[(i + 3) % special.len()];
+    }
+    let r = Tensor::from_vec(r, &[64, 64]).unwrap();
+    let g = Tensor::from_vec(g, &[64, 64]).unwrap();
+    let backward = |x: &[Tensor], t: f64| -> Result<Tensor> {
+        let relu_out = x[0].relu()?;
+        let mask = op::le_Scalar::call(&relu_out, Scalar::Float(t))?;
+        op::where_ScalarSelf::call(&mask, Scalar::Int(0), &x[1])
+    };
+    for t in [0.0, 0.25] {
+        let text = check(&[Clone::clone(&r), Clone::clone(&g)], true, &|x| {
+            Ok(vec![backward(x, t)?])
+        });
+        assert!(text.contains("fused[where_le]"), "{text}");
+        assert!(!text.contains("aten::le"), "{text}");
+    }
+    let to_double = |t: &Tensor| {
+        op::_to_copy::call(t, Some(ScalarType::Double), None, None, None, false, None).unwrap()
+    };
+    let text = check(&[to_double(&r), to_double(&g)], true, &|x| {
+        Ok(vec![backward(x, 0.0)?])
+    });
+    assert!(text.contains("fused[where_le]"), "{text}");
+    // The mask is also a result: computed by eager's kernel, and the `where` with it.
+    let text = check(&[r, g], true, &|x| {
+        let mask = op::le_Scalar::call(&x[0], Scalar::Float(0.0))?;
+        Ok(vec![
+            op::where_ScalarSelf::call(&mask, Scalar::Int(0), &x[1])?,
+            mask,
+        ])
+    });
+    assert!(text.contains("aten::le.Scalar"), "{text}");
+    assert!(!text.contains("where_le"), "{text}");
+}
+
 #[test]
 fn cse_merges_repeated_subexpressions() {
     let _g = setup();

@@ -15,6 +15,7 @@ mod autograd;
 mod cases;
 mod compiler;
 mod coverage;
+mod demo;
 mod dump;
 mod executor;
 mod ir;
