@@ -2,7 +2,7 @@
 //! data is a CPU tensor or a scalar; a placeholder is data not yet filled by an execution.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use switchyard_core::{Error, Result, Scalar, Tensor};
@@ -26,6 +26,9 @@ pub struct DeviceData {
     /// The shape.
     pub shape: Shape,
     value: Mutex<Option<DataValue>>,
+    /// Set when the value was donated to an execution that then failed: the run may have
+    /// written it in place, so it is gone, and reading it says so (not "in flight").
+    lost: AtomicBool,
 }
 
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
@@ -36,6 +39,7 @@ impl DeviceData {
             handle: NEXT_HANDLE.fetch_add(1, Ordering::Relaxed),
             shape,
             value: Mutex::new(value),
+            lost: AtomicBool::new(false),
         })
     }
 
@@ -70,10 +74,27 @@ impl DeviceData {
         match self.value() {
             Some(DataValue::Tensor(t)) => Ok(t),
             Some(DataValue::Scalar(s)) => Tensor::scalar_tensor(s),
-            None => Err(Error::runtime(
-                "Trying to access data while an async operation is in flight",
-            )),
+            None => Err(self.missing()),
         }
+    }
+
+    /// The error for reading data that has no value: in flight (a placeholder), or lost (donated
+    /// to an execution that failed).
+    pub(crate) fn missing(&self) -> Error {
+        if self.lost.load(Ordering::Relaxed) {
+            Error::runtime(
+                "Trying to access lazy tensor data that was donated to an execution that failed: \
+                 the failed run may have written it in place, so its value is lost (keep another \
+                 reference to a tensor whose old value must survive a failing step)",
+            )
+        } else {
+            Error::runtime("Trying to access data while an async operation is in flight")
+        }
+    }
+
+    /// Marks donated data whose execution failed as lost (see [`DeviceData::tensor`]).
+    pub(crate) fn mark_lost(&self) {
+        self.lost.store(true, Ordering::Relaxed);
     }
 
     /// Fills a placeholder (LTC's `Assign`).

@@ -551,11 +551,7 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
     let params: Vec<Val> = graph
         .params
         .iter()
-        .map(|d| {
-            d.value().map(Val::from).ok_or_else(|| {
-                Error::runtime("Trying to access data while an async operation is in flight")
-            })
-        })
+        .map(|d| d.value().map(Val::from).ok_or_else(|| d.missing()))
         .collect::<Result<_>>()?;
     // Placeholders installed before execution (LTC's order); on failure the IR comes back.
     let placeholders: Vec<Arc<DeviceData>> = roots
@@ -573,7 +569,8 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
     // Donation (`compiler/scatter.rs`): a parameter the program would write in place gives
     // its buffer to this run when no IR outside it can read the device data again; its value
     // leaves the device data, so the program's run-time count sees the buffer unshared. (After
-    // a failed execution such data stays empty: the run may have written it.)
+    // a failed execution such data stays empty, marked lost: the run may have written it.)
+    let mut donated: Vec<&Arc<DeviceData>> = Vec::new();
     if sync_ltc_data && !program.donation_candidates().is_empty() {
         let ok = compiler::scatter::donatable(
             &graph.order,
@@ -584,6 +581,7 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
         );
         for (d, _) in graph.params.iter().zip(ok).filter(|(_, ok)| *ok) {
             d.clear();
+            donated.push(d);
         }
     }
     let result = {
@@ -609,6 +607,9 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
             Ok(())
         }
         Err(e) => {
+            for d in donated {
+                d.mark_lost();
+            }
             for ((t, p), ir) in synced.iter().zip(&placeholders).zip(roots) {
                 p.clear();
                 let mut st = t.state();

@@ -218,3 +218,32 @@ fn a_fused_output_takes_a_buffer_that_died_just_before() {
     assert_eq!(bits(&out), want);
     assert_eq!(bits(&a), bits(&x.sin().unwrap()));
 }
+
+/// A step whose program donates `p`'s buffer and then fails (an index out of range, which only
+/// the CPU kernel can see): the error names the failing operator, and reading `p` afterwards
+/// says its donated value is lost (the failed run may have written it in place), not that an
+/// operation is in flight.
+#[test]
+fn a_donated_parameter_of_a_failed_step_reads_as_lost() {
+    let _g = setup();
+    let (p0, g0) = (sample(&[8, 4], 13), sample(&[3, 4], 14));
+    let p = switchyard_lazy::to_lazy(&p0).unwrap();
+    let g = switchyard_lazy::to_lazy(&g0).unwrap();
+    let index = Tensor::from_vec(vec![0_i64, 100], &[2]).unwrap();
+    let index = switchyard_lazy::to_lazy(&index).unwrap();
+    switchyard_lazy::mark_step().unwrap();
+    // Created after the update, so it runs after the in-place scatter.
+    step(&p, &g).unwrap();
+    let bad = g.index_select(0, &index).unwrap();
+    let err = switchyard_lazy::mark_step().unwrap_err().to_string();
+    assert!(err.contains("index"), "{err}");
+    assert_eq!(counter("DonatedParameter"), 1);
+    drop(bad);
+    let read = switchyard_lazy::to_cpu(&p).unwrap_err().to_string();
+    assert!(
+        read.contains("donated to an execution that failed"),
+        "{read}"
+    );
+    // `g` was not donated: it still reads.
+    assert_eq!(bits(&g), bits(&g0));
+}
