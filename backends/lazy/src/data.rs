@@ -111,7 +111,8 @@ impl DeviceData {
 /// Capacity of the scalar data cache (`torch_lazy_device_data_cache_size`).
 pub const DEVICE_DATA_CACHE_SIZE: usize = 128;
 
-type CacheKey = (u8, u64);
+/// A scalar's kind and bits (floats by their bits: -0.0 and NaN payloads stay apart).
+pub(crate) type CacheKey = (u8, u64);
 
 /// One cached scalar: its data and, once asked for, the device-data leaf over it.
 struct CacheEntry {
@@ -122,7 +123,8 @@ struct CacheEntry {
 
 static SCALAR_CACHE: Mutex<Vec<CacheEntry>> = Mutex::new(Vec::new());
 
-fn scalar_key(s: &Scalar) -> CacheKey {
+/// The cache key of `s`.
+pub(crate) fn scalar_key(s: &Scalar) -> CacheKey {
     match s {
         Scalar::Bool(b) => (0, u64::from(*b)),
         Scalar::Int(i) => (1, *i as u64),
@@ -176,21 +178,34 @@ pub fn scalar_leaf(s: &Scalar) -> Arc<Node> {
         static RECENT: RefCell<Vec<(CacheKey, Arc<Node>)>> = const { RefCell::new(Vec::new()) };
     }
     let key = scalar_key(s);
-    RECENT.with(|cell| {
-        let mut recent = cell.borrow_mut();
-        if let Some((_, leaf)) = recent.iter().find(|(k, _)| *k == key) {
-            return Arc::clone(leaf);
-        }
-        let leaf = with_entry(s, |e| {
-            Arc::clone(
-                e.leaf
-                    .get_or_insert_with(|| Arc::new(Node::device_data(Arc::clone(&e.data)))),
-            )
-        });
-        if recent.len() == FRONT {
-            recent.remove(0);
-        }
-        recent.push((key, Arc::clone(&leaf)));
-        leaf
-    })
+    let Ok(leaf) = RECENT.with(|cell| {
+        most_recent(&mut cell.borrow_mut(), key, FRONT, || {
+            Ok::<_, std::convert::Infallible>(with_entry(s, |e| {
+                Arc::clone(
+                    e.leaf
+                        .get_or_insert_with(|| Arc::new(Node::device_data(Arc::clone(&e.data)))),
+                )
+            }))
+        })
+    });
+    leaf
+}
+
+/// A per-thread front of the last `keep` values made for scalar keys: the value of `key` if
+/// `recent` has it, else `make`'s, remembered in place of the oldest.
+pub(crate) fn most_recent<T: Clone, E>(
+    recent: &mut Vec<(CacheKey, T)>,
+    key: CacheKey,
+    keep: usize,
+    make: impl FnOnce() -> std::result::Result<T, E>,
+) -> std::result::Result<T, E> {
+    if let Some((_, v)) = recent.iter().find(|(k, _)| *k == key) {
+        return Ok(v.clone());
+    }
+    let v = make()?;
+    if recent.len() >= keep {
+        recent.remove(0);
+    }
+    recent.push((key, v.clone()));
+    Ok(v)
 }

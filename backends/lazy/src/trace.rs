@@ -14,7 +14,7 @@ use switchyard_core::{
 };
 use switchyard_ops::structured::OutputSpec;
 
-use crate::data::{DataValue, DeviceData, scalar_leaf};
+use crate::data::{CacheKey, DataValue, DeviceData, most_recent, scalar_key, scalar_leaf};
 use crate::ir::{Arg, Attr, Node, NodeInfo, Output, Shape};
 use crate::tensor::{create_from_ir, try_get_ltc_tensor};
 
@@ -274,26 +274,13 @@ pub fn wrapped_scalar(s: Scalar) -> Result<Tensor> {
     use std::cell::RefCell;
     const KEEP: usize = 8;
     thread_local! {
-        static WRAPPED: RefCell<Vec<((u8, u64), Tensor)>> = const { RefCell::new(Vec::new()) };
+        static WRAPPED: RefCell<Vec<(CacheKey, Tensor)>> = const { RefCell::new(Vec::new()) };
     }
-    // Kind and bits (floats by their bits: -0.0 and NaN payloads stay apart); reading the
-    // tensor back (`item`) would take its storage lock.
-    let key = match s {
-        Scalar::Bool(b) => (0, u64::from(b)),
-        Scalar::Int(i) => (1, i as u64),
-        Scalar::Float(f) => (2, f.to_bits()),
-    };
+    // Keyed by kind and bits: reading the tensor back (`item`) would take its storage lock.
     WRAPPED.with(|cell| {
-        let mut kept = cell.borrow_mut();
-        if let Some((_, t)) = kept.iter().find(|(k, _)| *k == key) {
-            return Ok(t.clone());
-        }
-        let t = Tensor::wrapped_scalar(s)?;
-        if kept.len() == KEEP {
-            kept.remove(0);
-        }
-        kept.push((key, t.clone()));
-        Ok(t)
+        most_recent(&mut cell.borrow_mut(), scalar_key(&s), KEEP, || {
+            Tensor::wrapped_scalar(s)
+        })
     })
 }
 

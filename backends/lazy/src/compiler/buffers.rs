@@ -105,27 +105,47 @@ pub(super) fn plan(
     taken
 }
 
+/// Whether `t`'s buffer is its own to overwrite with a result of `sizes` and `dtype`: no
+/// tensor object but `t` (and `extra_handles` more holders of it: the executor's parameter
+/// list for a parameter) and no storage handle but `t`'s (and the spare handle of the fused
+/// instruction that produced it, when `spare_holds` says so: it never reads) hold it, it is not
+/// exported, and it has exactly that dtype, sizes and size in bytes at offset 0. Callers add
+/// their stride condition. Shared by the fused outputs here and the in-place scatters
+/// (`scatter::writable`).
+pub(super) fn owns_buffer_of(
+    t: &Tensor,
+    sizes: &[i64],
+    dtype: switchyard_core::ScalarType,
+    extra_handles: usize,
+    spare_holds: impl FnOnce(&switchyard_core::Storage) -> bool,
+) -> bool {
+    let Some(storage) = t.storage_ref() else {
+        return false;
+    };
+    let holders = 1 + usize::from(spare_holds(storage));
+    let numel: i64 = sizes.iter().product();
+    let Some(bytes) = usize::try_from(numel)
+        .ok()
+        .and_then(|n| n.checked_mul(dtype.element_size()))
+    else {
+        return false;
+    };
+    t.handle_count() <= 1 + extra_handles
+        && storage.use_count() <= holders
+        && !storage.is_exported()
+        && storage.nbytes() == bytes
+        && t.dtype() == dtype
+        && t.sizes().as_slice() == sizes
+        && t.geometry().storage_offset() == 0
+}
+
 /// The buffer of slot value `t` as the output of a fused kernel of `sizes` and `dtype`, if
-/// nothing else holds it (but the spare handle of the fused instruction that produced it, when
-/// `spare_holds` says so: it never reads) and its layout is exactly that (contiguous, offset
-/// 0, no extra bytes).
+/// [`owns_buffer_of`] says it may be overwritten and it is contiguous.
 pub(super) fn take(
     t: Tensor,
     sizes: &[i64],
     dtype: switchyard_core::ScalarType,
     spare_holds: impl FnOnce(&switchyard_core::Storage) -> bool,
 ) -> Option<Tensor> {
-    let storage = t.storage_ref()?;
-    let holders = 1 + usize::from(spare_holds(storage));
-    let numel: i64 = sizes.iter().product();
-    let bytes = usize::try_from(numel).ok()? * dtype.element_size();
-    let ok = t.handle_count() == 1
-        && storage.use_count() <= holders
-        && !storage.is_exported()
-        && storage.nbytes() == bytes
-        && t.dtype() == dtype
-        && t.sizes().as_slice() == sizes
-        && t.is_contiguous()
-        && t.geometry().storage_offset() == 0;
-    ok.then_some(t)
+    (owns_buffer_of(&t, sizes, dtype, 0, spare_holds) && t.is_contiguous()).then_some(t)
 }

@@ -53,11 +53,10 @@ pub(super) fn kind(info: &NodeInfo) -> Option<ScatterKind> {
 }
 
 /// Whether `base` (moved out of its slot) may be written in place as the result of a scatter
-/// of `shape`: nothing but the program (and `extra_handles` more holders of the tensor
-/// object: the executor's parameter list for a parameter) holds it, its storage is held by
-/// it alone (or also by `spare`, the producing fused instruction's kept handle), and its
-/// buffer is laid out exactly as the scatter's result (the Meta kernel's strides, offset 0,
-/// no bytes beyond the elements: the copy the CPU kernel makes has that layout, and
+/// of `shape`: it owns its buffer (`buffers::owns_buffer_of`; `extra_handles` counts the
+/// executor's parameter list for a parameter, `spare` the producing fused instruction's kept
+/// handle) and the buffer is laid out exactly as the scatter's result (the Meta kernel's
+/// strides at offset 0: the copy the CPU kernel makes has that layout, and
 /// `as_strided_scatter`'s view is relative to the start of the storage).
 pub(super) fn writable(
     base: &Tensor,
@@ -65,20 +64,8 @@ pub(super) fn writable(
     extra_handles: usize,
     spare: impl FnOnce(&Storage) -> bool,
 ) -> bool {
-    let Some(storage) = base.storage_ref() else {
-        return false;
-    };
-    let spare_holds = spare(storage);
-    let numel: i64 = shape.sizes.iter().product();
-    let bytes = usize::try_from(numel).unwrap_or(usize::MAX) * shape.dtype.element_size();
-    base.handle_count() <= 1 + extra_handles
-        && storage.use_count() <= 1 + usize::from(spare_holds)
-        && !storage.is_exported()
-        && base.dtype() == shape.dtype
-        && base.sizes() == shape.sizes
+    super::buffers::owns_buffer_of(base, &shape.sizes, shape.dtype, extra_handles, spare)
         && base.geometry().strides() == shape.strides.as_slice()
-        && base.geometry().storage_offset() == 0
-        && storage.nbytes() == bytes
 }
 
 /// The scatter of `a` (its node's arguments, operand 0 the base) written into the base's own
