@@ -14,7 +14,8 @@ use switchyard_cpu as _;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use switchyard_core::Tensor;
+use switchyard_core::{Scalar, ScalarType, Tensor};
+use switchyard_cpu::fused::{BinaryOp, FusedBuilder, Operand};
 use switchyard_ops::op;
 
 /// Uniform values in [-0.5, 0.5) from a xorshift stream (no dependence on the RNG operators).
@@ -78,6 +79,35 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("log_softmax_4096x1024_f32", |bench| {
         bench.iter(|| black_box(op::_log_softmax::call(&x, -1, false).unwrap()));
+    });
+
+    // The lazy compiler's `softmax(a * 1.5 - 0.25, 1)` kernel (the `softmax_expr` row of
+    // `backends/lazy/benches/lazy.rs`) without the executor: the fused prologue feeding the
+    // row kernel, into one output reused across iterations (as the lazy output pool does).
+    let kernel = {
+        let mut k = FusedBuilder::new(ScalarType::Float, &[4096, 1024]).unwrap();
+        let (input, scale, shift, alpha) = (
+            k.input().unwrap(),
+            k.input().unwrap(),
+            k.input().unwrap(),
+            k.input().unwrap(),
+        );
+        let scaled = k.binary(BinaryOp::Mul, input, scale).unwrap();
+        let shifted = k.add(scaled, shift, alpha, true).unwrap();
+        k.finish(shifted).unwrap()
+    };
+    let out = uniform(&[4096, 1024], 9);
+    let operands = [
+        Operand::Tensor(&x),
+        Operand::Scalar(Scalar::Float(1.5)),
+        Operand::Scalar(Scalar::Float(0.25)),
+        Operand::Scalar(Scalar::Int(1)),
+    ];
+    group.bench_function("fused_softmax_expr_4096x1024_f32", |bench| {
+        bench.iter(|| {
+            kernel.run_softmax_into(&operands, false, &out).unwrap();
+            black_box(&out);
+        });
     });
     group.finish();
 }

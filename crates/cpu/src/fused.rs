@@ -25,6 +25,11 @@ use switchyard_core::{
 };
 
 use crate::loops::{GRAIN_SIZE, Plan, typed, typed_mut};
+use crate::reduce_loops::Ahead;
+
+/// Elements of the rows a fused softmax's prologue computes at a time (16 KiB of `f32`): small
+/// enough to stay in L1 with the prologue's registers while the row kernel reads them.
+const ROW_GROUP_ELEMENTS: usize = 4096;
 use crate::math::{self, Float};
 use crate::num::{Arith, Num};
 use crate::parallel;
@@ -616,19 +621,40 @@ impl FusedKernel {
         if ys.is_empty() || dim == 0 {
             return Ok(());
         }
-        // Whole rows per task, about GRAIN_SIZE / 4 elements each (as eager's softmax cuts).
-        let rows = (GRAIN_SIZE / 4 / dim).max(1);
+        // Whole rows per task: at least GRAIN_SIZE / 4 elements (as eager's softmax cuts), and
+        // few enough tasks (8 per thread) that a task's row groups prefetch their successors.
+        let total_rows = ys.len() / dim;
+        let rows = (GRAIN_SIZE / 4 / dim)
+            .max(total_rows.div_ceil(parallel::num_threads().max(1) * 8))
+            .max(1);
         let chunk = rows * dim;
-        let block = self.block().min(chunk);
+        // Within a task, a few rows at a time (about 16 KiB) go through the prologue into a
+        // row buffer that stays in L1 while `softmax_rows` reads it (its three passes), so the
+        // input is read from memory once and the intermediate never leaves the core's cache.
+        let group = (ROW_GROUP_ELEMENTS / dim).clamp(1, rows) * dim;
+        let block = self.block().min(group);
         let body = |i: usize, part: &mut [MaybeUninit<C>]| -> Result<()> {
+            let mut scratch = self.scratch::<C>(env, block)?;
             let mut buf: Vec<MaybeUninit<C>> = Vec::new();
-            buf.try_reserve_exact(part.len())
+            buf.try_reserve_exact(group.min(part.len()))
                 .map_err(|_| Error::runtime("fused softmax: cannot allocate a row buffer"))?;
-            buf.resize(part.len(), MaybeUninit::uninit());
-            self.range(env, i * chunk, &mut buf, block)?;
-            // SAFETY: `range` returned Ok, so it wrote every element of `buf`.
-            let x = unsafe { buf.assume_init_ref() };
-            crate::reduce_loops::softmax_rows(x, part, dim, log);
+            buf.resize(group.min(part.len()), MaybeUninit::uninit());
+            let (part_at, part_len) = (part.as_ptr(), part.len());
+            for (g, rows_out) in part.chunks_mut(group).enumerate() {
+                let start = i * chunk + g * group;
+                let x = &mut buf[..rows_out.len()];
+                self.range_in(env, start, x, block, &mut scratch)?;
+                // SAFETY: `range_in` returned Ok, so it wrote every element of `x`.
+                let x = unsafe { x.assume_init_ref() };
+                // While these rows compute, the next group's input and output rows come in.
+                let next = ((g + 1) * group).min(part_len);
+                let ahead = Ahead::of_raw(
+                    next_linear_input(env, start + group, group),
+                    part_at.wrapping_add(next),
+                    group.min(part_len - next),
+                );
+                crate::reduce_loops::softmax_rows(x, rows_out, dim, log, ahead);
+            }
             Ok(())
         };
         if ys.len() >= GRAIN_SIZE && parallel::num_threads() > 1 {
@@ -641,9 +667,14 @@ impl FusedKernel {
         }
     }
 
-    /// Computes elements `[start, start + out.len())` block by block. The last operation
-    /// stores straight into `out` (no register in between); the others work in registers,
-    /// in place when their destination is one of their sources.
+    /// The working memory of [`FusedKernel::range_in`] for blocks of `block` elements:
+    /// the registers, one scratch block, then a block per gathered tensor input.
+    fn scratch<C: FusedFloat>(&self, env: &Env<'_, C>, block: usize) -> Result<Vec<C>> {
+        let n_bufs = self.n_regs + 1 + env.slices.len();
+        switchyard_core::alloc::try_vec(n_bufs * block, C::zero())
+    }
+
+    /// [`FusedKernel::range_in`] with working memory of its own.
     fn range<C: FusedFloat>(
         &self,
         env: &Env<'_, C>,
@@ -651,10 +682,26 @@ impl FusedKernel {
         out: &mut [MaybeUninit<C>],
         block: usize,
     ) -> Result<()> {
+        let mut bufs = self.scratch::<C>(env, block)?;
+        self.range_in(env, start, out, block, &mut bufs)
+    }
+
+    /// Computes elements `[start, start + out.len())` block by block. The last operation
+    /// stores straight into `out` (no register in between); the others work in registers,
+    /// in place when their destination is one of their sources.
+    /// `bufs` is working memory from [`FusedKernel::scratch`] for the same `block`.
+    fn range_in<C: FusedFloat>(
+        &self,
+        env: &Env<'_, C>,
+        start: usize,
+        out: &mut [MaybeUninit<C>],
+        block: usize,
+        bufs: &mut [C],
+    ) -> Result<()> {
         let n_tensors = env.slices.len();
-        // Registers, one scratch block, then the gathered inputs.
-        let n_bufs = self.n_regs + 1 + n_tensors;
-        let mut bufs: Vec<C> = switchyard_core::alloc::try_vec(n_bufs * block, C::zero())?;
+        if bufs.len() < (self.n_regs + 1 + n_tensors) * block {
+            return Err(Error::runtime("internal error: fused kernel scratch"));
+        }
         // Whether the last operation computes the result (it then writes `out` itself).
         let direct = match (self.result, self.code.last()) {
             (Src::Reg(r), Some(op)) => op.dst() == r,
@@ -714,6 +761,20 @@ impl FusedKernel {
         }
         Ok(())
     }
+}
+
+/// Elements `[start, start + len)` (clipped) of the first tensor input read in place (not
+/// gathered), as a fused softmax prefetches the prologue's next rows: empty when there is none.
+fn next_linear_input<'s, C>(env: &Env<'s, C>, start: usize, len: usize) -> &'s [C] {
+    (0..env.slices.len())
+        .find(|&t| env.plan.is_linear(t + 1))
+        .and_then(|t| {
+            let off = usize::try_from(env.plan.offsets[t + 1]).ok()?;
+            let s: &'s [C] = env.slices[t];
+            let from = off.checked_add(start)?.min(s.len());
+            s.get(from..from.saturating_add(len).min(s.len()))
+        })
+        .unwrap_or_default()
 }
 
 /// The inputs of one run: scalars converted once, tensors to lock for reading.

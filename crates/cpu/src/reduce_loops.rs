@@ -1367,8 +1367,17 @@ fn row_max<F: SoftFloat>(x: &[F]) -> F {
 /// first read it from L1. The sums use [`LANES`] accumulators whatever the instruction set, so
 /// every variant gives the same bits. The first pass over a row writes every element of its
 /// output row, so `out` may be uninitialised memory.
+///
+/// `ahead` is memory the caller touches next (see [`Ahead`]).
 #[inline(always)]
-fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [MaybeUninit<F>], dim: usize, log: bool) {
+fn softmax_rows_body<F: SoftFloat>(
+    x: &[F],
+    out: &mut [MaybeUninit<F>],
+    dim: usize,
+    log: bool,
+    mut ahead: Ahead,
+) {
+    let chunk_bytes = LANES * std::mem::size_of::<F>();
     for (xr, or) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
         let max = row_max(xr);
         let mut acc = [F::ZERO; LANES];
@@ -1379,6 +1388,7 @@ fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [MaybeUninit<F>], dim: usi
             // cache misses; the last pass then subtracts `ln(sum)` in L1. A separate store pass
             // `x - max - ln(sum)` (same values) was 15% slower on [4096, 1024].
             for (o, v) in oc.iter_mut().zip(xc) {
+                ahead.next(chunk_bytes);
                 for i in 0..LANES {
                     let d = v[i].sub(max);
                     o[i] = MaybeUninit::new(d);
@@ -1397,6 +1407,7 @@ fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [MaybeUninit<F>], dim: usi
             or.iter_mut().for_each(|o| *o = o.sub(lse));
         } else {
             for (o, v) in oc.iter_mut().zip(xc) {
+                ahead.next(chunk_bytes);
                 for i in 0..LANES {
                     let e = v[i].sub(max).exp_();
                     o[i] = MaybeUninit::new(e);
@@ -1421,7 +1432,76 @@ fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [MaybeUninit<F>], dim: usi
 multiversion! {
     /// [`softmax_rows_body`] in the best instruction set available (AVX-512 included: the
     /// exponential makes these rows compute-bound).
-    fn softmax_rows / softmax_rows_avx2 / softmax_rows_avx512 / softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [MaybeUninit<F>], dim: usize, log: bool) -> ()
+    fn softmax_rows / softmax_rows_avx2 / softmax_rows_avx512 / softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [MaybeUninit<F>], dim: usize, log: bool, ahead: Ahead) -> ()
+}
+
+/// Memory a caller touches after a [`softmax_rows`] call (its next rows of input and of
+/// output), which the call's compute-bound exponential passes prefetch at the pace they walk
+/// their own rows, so that those reads (and the output's reads for ownership) overlap
+/// arithmetic instead of following it. Only addresses: nothing is read through them.
+#[derive(Clone, Copy)]
+pub(crate) struct Ahead {
+    streams: [(*const u8, usize); 2],
+}
+
+impl Ahead {
+    /// Nothing to prefetch.
+    #[cfg(test)]
+    pub(crate) const NONE: Ahead = Ahead {
+        streams: [(std::ptr::null(), 0); 2],
+    };
+
+    /// The elements of `input` and of `output` (each may be empty).
+    pub(crate) fn of<T, U>(input: &[T], output: &[U]) -> Ahead {
+        Ahead {
+            streams: [
+                (input.as_ptr().cast(), std::mem::size_of_val(input)),
+                (output.as_ptr().cast(), std::mem::size_of_val(output)),
+            ],
+        }
+    }
+
+    /// The elements of `input`, and `len` elements from `output` on (an address only: the
+    /// caller may hold them mutably elsewhere, nothing is read through it).
+    pub(crate) fn of_raw<T, U>(input: &[T], output: *const U, len: usize) -> Ahead {
+        Ahead {
+            streams: [
+                (input.as_ptr().cast(), std::mem::size_of_val(input)),
+                (output.cast(), len.saturating_mul(std::mem::size_of::<U>())),
+            ],
+        }
+    }
+
+    /// Prefetches the next `bytes` of each stream into the first-level cache.
+    #[inline(always)]
+    fn next(&mut self, bytes: usize) {
+        for (at, left) in &mut self.streams {
+            if *left == 0 {
+                continue;
+            }
+            let n = bytes.min(*left);
+            let mut b = 0;
+            while b < n {
+                prefetch_line(at.wrapping_add(b));
+                b += 64;
+            }
+            *at = at.wrapping_add(n);
+            *left -= n;
+        }
+    }
+}
+
+/// Asks the processor to bring the cache line holding `p` into the first-level cache.
+#[inline(always)]
+fn prefetch_line(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults, whatever the address, and changes no
+    // memory, so any pointer value is fine.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Per-column statistics of softmax over the middle dimension of `[outer, dim, inner]`:
@@ -1542,11 +1622,20 @@ pub(crate) fn softmax<F: SoftFloat>(
         let chunk = rows_per_task(dim) * dim;
         if split {
             parallel::for_each_chunk_mut(out, chunk, &|i, o| {
-                softmax_rows(parallel::chunk_of(x, chunk, i), o, dim, log);
+                // Each row's exponentials prefetch the next row (of input and of output).
+                let ahead = Ahead::of(
+                    parallel::chunk_of(x.get(dim..).unwrap_or_default(), chunk, i),
+                    o.get(dim..).unwrap_or_default(),
+                );
+                softmax_rows(parallel::chunk_of(x, chunk, i), o, dim, log, ahead);
                 Ok(())
             })?;
         } else {
-            softmax_rows(x, out, dim, log);
+            let ahead = Ahead::of(
+                x.get(dim..).unwrap_or_default(),
+                out.get(dim..).unwrap_or_default(),
+            );
+            softmax_rows(x, out, dim, log, ahead);
         }
         return Ok(());
     }
@@ -1845,11 +1934,11 @@ mod tests {
         match level {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `variants` asks for level 1 only when the CPU has AVX2 and FMA.
-            1 => unsafe { softmax_rows_avx2(x, ys, dim, log) },
+            1 => unsafe { softmax_rows_avx2(x, ys, dim, log, Ahead::NONE) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `variants` asks for level 2 only when the CPU has the AVX-512 features.
-            2 => unsafe { softmax_rows_avx512(x, ys, dim, log) },
-            _ => softmax_rows_body(x, ys, dim, log),
+            2 => unsafe { softmax_rows_avx512(x, ys, dim, log, Ahead::NONE) },
+            _ => softmax_rows_body(x, ys, dim, log, Ahead::NONE),
         }
         assert!(dim > 0 && x.len() == out.len() && x.len().is_multiple_of(dim));
         // SAFETY: the kernel writes every element of whole rows of `dim` elements; as just

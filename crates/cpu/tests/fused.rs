@@ -271,8 +271,24 @@ fn wrong_input_counts_and_dtypes_are_errors() {
 #[test]
 fn softmax_prologue_equals_eager_softmax_of_the_chain() {
     for dtype in [ScalarType::Float, ScalarType::Double] {
-        for sizes in [[5i64, 7], [300, 1024], [4, 1]] {
-            let x = tensor(dtype, &sizes, 8);
+        // Row groups and tasks of every shape: one row, rows longer than a group, a count of
+        // rows that leaves a partial group, many tasks; and (`transposed`) an input the kernel
+        // gathers rather than reads in place (nothing to prefetch).
+        let shapes = [
+            [5i64, 7],
+            [300, 1024],
+            [4, 1],
+            [1001, 37],
+            [3, 5000],
+            [2048, 96],
+        ];
+        for (sizes, transposed) in shapes.iter().flat_map(|s| [(*s, false), (*s, true)]) {
+            let x = if transposed {
+                let t = tensor(dtype, &[sizes[1], sizes[0]], 8);
+                op::t::call(&t).unwrap()
+            } else {
+                tensor(dtype, &sizes, 8)
+            };
             let x = op::nan_to_num::call(&x, Some(0.0), None, None).unwrap();
             let e = op::sub_Tensor::call(
                 &op::mul_Tensor::call(&x, &wrapped(1.5)).unwrap(),
@@ -299,7 +315,11 @@ fn softmax_prologue_equals_eager_softmax_of_the_chain() {
                     op::_softmax::call(&e, 1, false)
                 }
                 .unwrap();
-                assert_eq!(bits(&got), bits(&want), "{dtype:?} {sizes:?} log={log}");
+                assert_eq!(
+                    bits(&got),
+                    bits(&want),
+                    "{dtype:?} {sizes:?} transposed={transposed} log={log}"
+                );
             }
         }
     }
