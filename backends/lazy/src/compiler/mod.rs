@@ -698,14 +698,30 @@ impl Program {
                     producer.is_some_and(|p| self.spare_holds(p, s))
                 }) =>
             {
-                let src = match read(slots, *ins.get(1).unwrap_or(&usize::MAX))? {
-                    Val::Tensor(t) => t,
-                    Val::Scalar(s) => Tensor::wrapped_scalar(s)?,
-                };
                 crate::metrics::counter_add("InPlaceScatter", 1);
                 if param {
                     crate::metrics::counter_add("DonatedParameter", 1);
                 }
+                if !kind.through_view() {
+                    // Operand 0 is the base itself (its slot is empty now); the index
+                    // list's tensors and `values` are read from their slots.
+                    let mut vals: SmallVec<[Val; 4]> = SmallVec::with_capacity(ins.len());
+                    vals.push(Val::Tensor(b.clone()));
+                    for &k in &ins[1..] {
+                        vals.push(read(slots, k)?);
+                    }
+                    let la = LowerArgs {
+                        info,
+                        args,
+                        ins: &vals,
+                    };
+                    return scatter::run_indexed_in_place(kind, &la, b)
+                        .map_err(|e| e.in_operator(&info.operator_name()));
+                }
+                let src = match read(slots, *ins.get(1).unwrap_or(&usize::MAX))? {
+                    Val::Tensor(t) => t,
+                    Val::Scalar(s) => Tensor::wrapped_scalar(s)?,
+                };
                 let la = LowerArgs {
                     info,
                     args,

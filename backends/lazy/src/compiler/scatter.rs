@@ -1,8 +1,9 @@
 //! In-place scatters and donation (plan §5.2 step 5, Part D.2's peak-memory complaint).
 //!
 //! Functionalization turns every write through a view into a `*_scatter` of the whole base
-//! (`x[0:2].add_(1)` → `slice_scatter(x, slice_copy(x) + 1, ..)`), and the CPU kernel of a
-//! scatter copies the base first: an update of a few rows of a large tensor costs a copy of
+//! (`x[0:2].add_(1)` → `slice_scatter(x, slice_copy(x) + 1, ..)`), and every indexed write
+//! into an `index_put` (`x[i] = v` → `index_put(x, [i], v)`); the CPU kernel of a scatter
+//! copies the base first: an update of a few rows of a large tensor costs a copy of
 //! the tensor and twice its memory. When the base's value dies at the scatter, nothing can
 //! see its buffer afterwards, so the program writes `src` into the view of the base itself and
 //! the scatter's result is the base's buffer.
@@ -39,6 +40,19 @@ pub(super) enum ScatterKind {
     Diagonal,
     /// `as_strided_scatter`.
     AsStrided,
+    /// `index_put` (`self[indices] = values`, or `+=` with `accumulate`): functionalization's
+    /// form of `index_put_` and of indexed assignment.
+    IndexPut,
+    /// `_index_put_impl` (the same, with `unsafe`).
+    IndexPutImpl,
+}
+
+impl ScatterKind {
+    /// Whether the kind writes a view of the base (operand 1 its `src`), rather than indexed
+    /// elements (operands: base, the index list's tensors, `values`).
+    pub(super) fn through_view(self) -> bool {
+        !matches!(self, ScatterKind::IndexPut | ScatterKind::IndexPutImpl)
+    }
 }
 
 /// The scatter kind of `info`, if it is one this pass writes in place.
@@ -48,6 +62,8 @@ pub(super) fn kind(info: &NodeInfo) -> Option<ScatterKind> {
         "aten::select_scatter" => Some(ScatterKind::Select),
         "aten::diagonal_scatter" => Some(ScatterKind::Diagonal),
         "aten::as_strided_scatter" => Some(ScatterKind::AsStrided),
+        "aten::index_put" => Some(ScatterKind::IndexPut),
+        "aten::_index_put_impl" => Some(ScatterKind::IndexPutImpl),
         _ => None,
     }
 }
@@ -79,6 +95,11 @@ pub(super) fn run_in_place(
 ) -> Result<Tensor> {
     let ks = cpu_only();
     let view = match kind {
+        ScatterKind::IndexPut | ScatterKind::IndexPutImpl => {
+            return Err(switchyard_core::Error::runtime(
+                "internal error: an indexed scatter goes through run_indexed_in_place",
+            ));
+        }
         ScatterKind::Slice => op::slice_Tensor::redispatch(
             ks,
             &base,
@@ -105,6 +126,32 @@ pub(super) fn run_in_place(
     }
     op::copy_::redispatch(ks, &view, src, false)?;
     drop(view);
+    Ok(base)
+}
+
+/// The indexed scatter (`index_put`, `_index_put_impl`) of `a` written into the base's own
+/// buffer `base` (`a`'s operand 0, the same tensor): the CPU's in-place kernel, which the
+/// functional one runs on a clone of the base; returns `base`.
+pub(super) fn run_indexed_in_place(
+    kind: ScatterKind,
+    a: &LowerArgs<'_>,
+    base: Tensor,
+) -> Result<Tensor> {
+    let ks = cpu_only();
+    let (indices, values, accumulate) = (a.opt_tensor_list(1)?, a.tensor(2)?, a.bool(3)?);
+    match kind {
+        ScatterKind::IndexPut => {
+            op::index_put_::redispatch(ks, &base, &indices, &values, accumulate)?;
+        }
+        ScatterKind::IndexPutImpl => {
+            op::_index_put_impl_::redispatch(ks, &base, &indices, &values, accumulate, a.bool(4)?)?;
+        }
+        _ => {
+            return Err(switchyard_core::Error::runtime(
+                "internal error: a view scatter goes through run_in_place",
+            ));
+        }
+    }
     Ok(base)
 }
 

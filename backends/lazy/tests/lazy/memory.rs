@@ -247,3 +247,68 @@ fn a_donated_parameter_of_a_failed_step_reads_as_lost() {
     // `g` was not donated: it still reads.
     assert_eq!(bits(&g), bits(&g0));
 }
+
+/// An indexed write (`y[i] = v`, `y[i] += v`), which functionalization makes an
+/// `index_put` of the whole of `y`, into a dying intermediate: the CPU's in-place kernel on
+/// the intermediate's buffer (the functional kernel runs it on a copy), the same bits; with
+/// the intermediate also a result, the base is copied.
+#[test]
+fn an_indexed_write_into_a_dying_intermediate_runs_in_place() {
+    let _g = setup();
+    let x = sample(&[6, 5], 13);
+    let v = sample(&[5], 14);
+    // Rows 4, 1, 4 (a repeated row: the last write wins, or both add with accumulate).
+    let rows = Tensor::from_vec(vec![4i64, 1, 4], &[3]).unwrap();
+    type Write = fn(&Tensor, &Tensor, &Tensor) -> Result<()>;
+    // (A Bool mask is no case here: its write needs the mask's values at trace time, so it
+    // runs then, not in the compiled program.)
+    let writes: [(&str, Write); 2] = [
+        ("assign", |y, i, v| {
+            y.index_put_(&[Some(Clone::clone(i))], v)?;
+            Ok(())
+        }),
+        ("accumulate", |y, i, v| {
+            switchyard_ops::op::index_put_::call(y, &[Some(Clone::clone(i))], v, true)?;
+            Ok(())
+        }),
+    ];
+    for keep in [false, true] {
+        for (name, write) in writes {
+            switchyard_lazy::reset_metrics();
+            let program = |x: &Tensor, i: &Tensor, v: &Tensor| -> Result<(Tensor, Tensor)> {
+                let y = x.mul_scalar(2.0)?;
+                let before = if keep {
+                    TensorOps::clone(&y)?
+                } else {
+                    x.neg()?
+                };
+                write(&y, i, v)?;
+                Ok((y.exp()?, before))
+            };
+            let (want, want_before) = program(&x, &rows, &v).unwrap();
+            let (lx, li, lv) = (
+                switchyard_lazy::to_lazy(&x).unwrap(),
+                switchyard_lazy::to_lazy(&rows).unwrap(),
+                switchyard_lazy::to_lazy(&v).unwrap(),
+            );
+            switchyard_lazy::mark_step().unwrap();
+            let (out, before) = program(&lx, &li, &lv).unwrap();
+            let text = dump_ir(
+                &[Clone::clone(&out), Clone::clone(&before)],
+                DumpFormat::Backend,
+            )
+            .unwrap();
+            switchyard_lazy::mark_step().unwrap();
+            assert_eq!(bits(&out), bits(&want), "{name} keep={keep}\n{text}");
+            assert_eq!(bits(&before), bits(&want_before), "{name} keep={keep}");
+            if keep {
+                assert!(!text.contains("= in-place"), "{name}\n{text}");
+                assert_eq!(counter("InPlaceScatter"), 0, "{name}\n{text}");
+            } else {
+                assert!(text.contains("in-place aten::index_put"), "{name}\n{text}");
+                assert_eq!(counter("InPlaceScatter"), 1, "{name}\n{text}");
+                assert_eq!(counter("ScatterCopiedBase"), 0, "{name}\n{text}");
+            }
+        }
+    }
+}
