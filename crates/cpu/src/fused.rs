@@ -576,6 +576,7 @@ impl FusedKernel {
         let env = Env {
             plan: &plan,
             scalars: &prep.scalars,
+            negated: &prep.negated,
             tensor_of: &prep.tensor_of,
             slices: &slices,
         };
@@ -780,6 +781,9 @@ fn next_linear_input<'s, C>(env: &Env<'s, C>, start: usize, len: usize) -> &'s [
 /// The inputs of one run: scalars converted once, tensors to lock for reading.
 struct Prepared<'t, C> {
     scalars: SmallVec<[Option<C>; 8]>,
+    /// Each scalar negated as eager's `sub` negates its alpha, on the scalar before the
+    /// conversion (an integral 0 stays +0, where negating the converted value gives -0).
+    negated: SmallVec<[Option<C>; 8]>,
     tensors: SmallVec<[(&'t Tensor, Access); 8]>,
     tensor_of: SmallVec<[usize; 8]>,
 }
@@ -788,31 +792,34 @@ impl<'t, C: FusedFloat> Prepared<'t, C> {
     fn new(k: &FusedKernel, inputs: &[Operand<'t>]) -> Result<Prepared<'t, C>> {
         let mut p = Prepared {
             scalars: SmallVec::new(),
+            negated: SmallVec::new(),
             tensors: SmallVec::new(),
             tensor_of: SmallVec::new(),
         };
         for op in inputs {
-            match *op {
-                Operand::Scalar(s) => {
-                    p.scalars.push(Some(scalar_to::<C>(s)));
-                    p.tensor_of.push(usize::MAX);
+            let scalar = match *op {
+                Operand::Scalar(s) => Some(s),
+                Operand::Tensor(t) if t.dim() == 0 => Some(t.item_scalar()?),
+                Operand::Tensor(_) => None,
+            };
+            if let Some(s) = scalar {
+                p.scalars.push(Some(scalar_to::<C>(s)));
+                p.negated.push(s.checked_neg().ok().map(scalar_to::<C>));
+                p.tensor_of.push(usize::MAX);
+                continue;
+            }
+            if let Operand::Tensor(t) = *op {
+                if t.dtype() != k.dtype {
+                    return Err(Error::runtime(format!(
+                        "internal error: fused kernel over {:?} got a {:?} input",
+                        k.dtype,
+                        t.dtype()
+                    )));
                 }
-                Operand::Tensor(t) if t.dim() == 0 => {
-                    p.scalars.push(Some(scalar_to::<C>(t.item_scalar()?)));
-                    p.tensor_of.push(usize::MAX);
-                }
-                Operand::Tensor(t) => {
-                    if t.dtype() != k.dtype {
-                        return Err(Error::runtime(format!(
-                            "internal error: fused kernel over {:?} got a {:?} input",
-                            k.dtype,
-                            t.dtype()
-                        )));
-                    }
-                    p.scalars.push(None);
-                    p.tensor_of.push(p.tensors.len());
-                    p.tensors.push((t, Access::Read));
-                }
+                p.scalars.push(None);
+                p.negated.push(None);
+                p.tensor_of.push(p.tensors.len());
+                p.tensors.push((t, Access::Read));
             }
         }
         Ok(p)
@@ -833,6 +840,7 @@ impl Op {
 struct Env<'a, C> {
     plan: &'a Plan,
     scalars: &'a [Option<C>],
+    negated: &'a [Option<C>],
     tensor_of: &'a [usize],
     slices: &'a [&'a [C]],
 }
@@ -1091,11 +1099,13 @@ fn unary_in_place<C: FusedFloat>(f: UnaryOp, buf: &mut [C]) {
 /// The scalar `alpha` of a fused `add` / `sub`, as eager's `add_kernel` uses it: `sub`
 /// negates it first.
 fn add_alpha<C: FusedFloat>(env: &Env<'_, C>, alpha: u8, negate: bool) -> Result<C> {
-    let alpha = match env.tensor_of.get(usize::from(alpha)).copied() {
-        Some(usize::MAX) => env.scalars[usize::from(alpha)].unwrap_or(C::one()),
-        _ => return Err(Error::runtime("internal error: a fused add's alpha")),
+    let i = usize::from(alpha);
+    let value = match env.tensor_of.get(i).copied() {
+        Some(usize::MAX) if negate => env.negated.get(i).copied().flatten(),
+        Some(usize::MAX) => env.scalars.get(i).copied().flatten(),
+        _ => None,
     };
-    Ok(if negate { Arith::neg(alpha) } else { alpha })
+    value.ok_or_else(|| Error::runtime("internal error: a fused add's alpha"))
 }
 
 /// Applies `op` with its result stored into `dst` (the output, or a register none of the

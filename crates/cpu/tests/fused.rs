@@ -193,6 +193,52 @@ fn binary_operations_with_tensors_and_scalars_equal_eager() {
     }
 }
 
+/// `sub` with a zero alpha negates it as eager does, on the scalar: an integral 0 stays +0
+/// (`-0 - 0 * (-1)` is `-0 + 0 * (-1)` = -0), a float 0.0 becomes -0.0; the signs of zero
+/// results show the difference.
+#[test]
+fn sub_with_a_zero_alpha_negates_it_as_eager() {
+    for dtype in [ScalarType::Float, ScalarType::Double] {
+        let cast = |v: Vec<f64>| {
+            let t = Tensor::from_vec(v, &[4]).unwrap();
+            op::_to_copy::call(&t, Some(dtype), None, None, None, false, None).unwrap()
+        };
+        let a = cast(vec![-0.0, -0.0, 0.0, -2.0]);
+        let b = cast(vec![1.0, -1.0, -1.0, 3.0]);
+        for alpha in [Scalar::Int(0), Scalar::Float(0.0), Scalar::Float(-0.0)] {
+            for negate in [false, true] {
+                let mut bld = FusedBuilder::new(dtype, &[4]).unwrap();
+                let (x, y, al) = (
+                    bld.input().unwrap(),
+                    bld.input().unwrap(),
+                    bld.input().unwrap(),
+                );
+                let r = bld.add(x, y, al, negate).unwrap();
+                let got = bld
+                    .finish(r)
+                    .unwrap()
+                    .run(&[
+                        Operand::Tensor(&a),
+                        Operand::Tensor(&b),
+                        Operand::Scalar(alpha),
+                    ])
+                    .unwrap();
+                let want = if negate {
+                    op::sub_Tensor::call(&a, &b, alpha)
+                } else {
+                    op::add_Tensor::call(&a, &b, alpha)
+                }
+                .unwrap();
+                assert_eq!(
+                    bits(&got),
+                    bits(&want),
+                    "{dtype:?} alpha {alpha:?} negate {negate}"
+                );
+            }
+        }
+    }
+}
+
 /// PyTorch's benchmark chain (`chain8`) over strided and broadcast inputs, large enough to
 /// run threaded: `relu(exp(sin(x*2+1)^2 - 0.5) / 3) + maximum(xt, row)`.
 #[test]
