@@ -551,6 +551,33 @@ fn large_layer_norm_outputs_match_small_ones() {
     }
 }
 
+/// `native_layer_norm` of empty views whose storage offset lies past the end of their storage
+/// (nothing of the input is read): PyTorch 2.15 gives, for `zeros(4).as_strided((1, 0), (0,
+/// 1), 9)` over `[0]`, an empty output, mean 0 and rstd NaN; for `(0, 3)` with weight and
+/// bias, all three empty.
+#[test]
+fn layer_norm_of_empty_views_past_their_storage() {
+    if !support::on_cpu() {
+        return; // a CPU kernel's memory handling
+    }
+    let base = Tensor::from_vec(vec![0.0f32; 4], &[4]).unwrap();
+    let v = base.as_strided_view(&[1, 0], &[0, 1], 9).unwrap();
+    let (y, m, r) = op::native_layer_norm::call(&v, &[0], None, None, 1e-5).unwrap();
+    assert_eq!(y.sizes().as_slice(), &[1, 0]);
+    assert_eq!(m.to_vec::<f32>().unwrap(), vec![0.0]);
+    assert!(r.to_vec::<f32>().unwrap()[0].is_nan());
+    let v = base.as_strided_view(&[0, 3], &[3, 1], 9).unwrap();
+    let (w, b) = (
+        Tensor::from_vec(vec![1.0f32; 3], &[3]).unwrap(),
+        Tensor::from_vec(vec![0.0f32; 3], &[3]).unwrap(),
+    );
+    let (y, m, r) = op::native_layer_norm::call(&v, &[3], Some(&w), Some(&b), 1e-5).unwrap();
+    assert_eq!(
+        (y.sizes().to_vec(), m.sizes().to_vec(), r.sizes().to_vec()),
+        (vec![0, 3], vec![0, 1], vec![0, 1])
+    );
+}
+
 /// `torch.ops.aten.convolution` on inputs of a dtype the CPU backend PyTorch picks lacks: its
 /// refusal names that backend (`slow_conv2d_cpu` for 1-d and 2-d, `compute_columns3d` for 3-d,
 /// `slow_conv_dilated<>` when dilated, `slow_conv_transpose2d_out_cpu` /

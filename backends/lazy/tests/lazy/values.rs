@@ -309,3 +309,22 @@ fn batch_norm_out_wrapper_writes_outs_and_running_stats() {
     // The statistics moved (training), so the check above is not vacuous.
     assert_ne!(erm.to_vec::<f32>().unwrap(), rm.to_vec::<f32>().unwrap());
 }
+
+/// An in-place write into an empty tensor with a zero stride (an expanded `[1, 0]`, and a
+/// view of it): nothing is written, so nothing overlaps. Eager and PyTorch accept it (an
+/// empty tensor is contiguous, hence non-overlapping and dense); lazy refused it with the
+/// internal-overlap error.
+#[test]
+fn in_place_writes_into_empty_expanded_tensors() {
+    let _g = setup();
+    check(&[sample(&[1, 0], 14), sample(&[3, 0], 15)], |x| {
+        let base = x[0].mul_scalar(1.0)?;
+        let wide = base.expand(&[3, 0])?;
+        assert_eq!(wide.strides().as_slice(), &[0, 1]);
+        wide.add_(&x[1])?;
+        wide.mul_scalar_(2.0)?;
+        wide.t()?
+            .fill_(&Tensor::from_slice(&[7.0f32])?.view(&[])?)?;
+        Ok(vec![base, wide])
+    });
+}

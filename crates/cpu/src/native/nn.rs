@@ -619,6 +619,18 @@ impl LayerNorm<'_> {
                 let rstds = typed_mut::<P>(rstd_bytes)?
                     .get_mut(..rows)
                     .ok_or_else(layer_norm_storage)?;
+                if cols == 0 {
+                    // Nothing of `x` is read: an empty input may be a view whose offset lies
+                    // past the end of its storage (or one without bytes).
+                    for (m_, r_) in means.iter_mut().zip(rstds.iter_mut()) {
+                        *m_ = P::to_repr(P::from_f64_lossy(0.0));
+                        *r_ = P::to_repr(P::from_f64_lossy(f64::NAN));
+                    }
+                    return Ok(());
+                }
+                if rows == 0 {
+                    return Ok(());
+                }
                 let xs = typed::<S>(
                     shared
                         .get(2)
@@ -628,13 +640,6 @@ impl LayerNorm<'_> {
                 )?
                 .get(start..start + rows * cols)
                 .ok_or_else(layer_norm_storage)?;
-                if cols == 0 {
-                    for (m_, r_) in means.iter_mut().zip(rstds.iter_mut()) {
-                        *m_ = P::to_repr(P::from_f64_lossy(0.0));
-                        *r_ = P::to_repr(P::from_f64_lossy(f64::NAN));
-                    }
-                    return Ok(());
-                }
                 f(xs, means, rstds)
             },
         )

@@ -167,7 +167,9 @@ pub mod index_support {
     /// dimension of size > 1), `Some(false)` when dense, `None` when too hard to tell.
     pub fn has_internal_overlap(t: &Tensor) -> Option<bool> {
         let (sizes, strides) = (t.sizes(), t.strides());
-        if is_non_overlapping_and_dense(&sizes, &strides) {
+        // The tensor's flag, as PyTorch's `TensorImpl::is_non_overlapping_and_dense()`: a
+        // contiguous tensor (every empty one included, whatever its strides) never overlaps.
+        if t.is_contiguous() || is_non_overlapping_and_dense(&sizes, &strides) {
             return Some(false);
         }
         if sizes.iter().zip(&strides).any(|(s, st)| *s > 1 && *st == 0) {
