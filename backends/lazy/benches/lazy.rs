@@ -13,7 +13,9 @@
 //! * `lazy/demo_mlp_step`, `train/demo_mlp_step`: one training step of `switchyard demo`'s
 //!   network (`crates/cli/src/train.rs`: MLP 11→64→64→6, batch 64 drawn by `index_select`
 //!   from 1279 standardised-like examples, cross-entropy, Adam lr 5e-3) on the lazy device
-//!   (warm: the step's graph is cached, `mark_step()` ends every step) and eagerly on CPU.
+//!   (warm: the step's graph is cached, `mark_step_async()` ends every step, so the device
+//!   thread runs step n while step n+1 is traced; each timed batch of steps ends with
+//!   `wait_device_ops()`, so every step's execution is inside the time) and eagerly on CPU.
 //!   `compare.py`'s `demo_step` row gives their ratio (lazy/eager, target at most 1);
 //!   `lazy/demo_mlp_step_reuse_ir` is the lazy step with `set_reuse_ir(true)`.
 //!
@@ -64,6 +66,17 @@ fn chain8(x: &Tensor) -> Result<Tensor> {
     y.relu()
 }
 
+/// `iters` lazy demo steps and the wait for the last one's execution.
+fn timed_steps(demo: &mut DemoTrainer, iters: u64) -> Duration {
+    switchyard_lazy::wait_device_ops();
+    let start = std::time::Instant::now();
+    for _ in 0..iters {
+        black_box(demo.step().unwrap());
+    }
+    switchyard_lazy::wait_device_ops();
+    start.elapsed()
+}
+
 fn bench(c: &mut Criterion) {
     switchyard_lazy::init().unwrap();
     let mut g = c.benchmark_group("lazy");
@@ -84,7 +97,7 @@ fn bench(c: &mut Criterion) {
         lazy_demo.step().unwrap();
     }
     g.bench_function("demo_mlp_step", |b| {
-        b.iter(|| black_box(lazy_demo.step().unwrap()))
+        b.iter_custom(|iters| timed_steps(&mut lazy_demo, iters))
     });
     drop(lazy_demo);
     // The same with IR reuse across steps (off by default, as in PyTorch).
@@ -94,7 +107,7 @@ fn bench(c: &mut Criterion) {
         lazy_demo.step().unwrap();
     }
     g.bench_function("demo_mlp_step_reuse_ir", |b| {
-        b.iter(|| black_box(lazy_demo.step().unwrap()))
+        b.iter_custom(|iters| timed_steps(&mut lazy_demo, iters))
     });
     drop(lazy_demo);
     switchyard_lazy::set_reuse_ir(false);

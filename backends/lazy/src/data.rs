@@ -29,6 +29,9 @@ pub struct DeviceData {
     /// Set when the value was donated to an execution that then failed: the run may have
     /// written it in place, so it is gone, and reading it says so (not "in flight").
     lost: AtomicBool,
+    /// The error of the asynchronous run that was to fill this placeholder: reading it
+    /// returns that error (LTC rethrows an asynchronous run's failure where its data is used).
+    failed: Mutex<Option<Error>>,
 }
 
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
@@ -40,6 +43,7 @@ impl DeviceData {
             shape,
             value: Mutex::new(value),
             lost: AtomicBool::new(false),
+            failed: Mutex::new(None),
         })
     }
 
@@ -69,9 +73,22 @@ impl DeviceData {
             .clone()
     }
 
-    /// The value as a CPU tensor (a scalar becomes a 0-dim tensor); errors on a placeholder.
-    pub fn tensor(&self) -> Result<Tensor> {
+    /// The value, waiting for the scheduled asynchronous runs when it is not known yet (one of
+    /// them may fill it); `None` if still unknown after them.
+    pub fn value_or_wait(&self) -> Option<DataValue> {
         match self.value() {
+            None if crate::device_queue::busy() => {
+                crate::device_queue::wait();
+                self.value()
+            }
+            v => v,
+        }
+    }
+
+    /// The value as a CPU tensor (a scalar becomes a 0-dim tensor), waiting for a scheduled
+    /// run that fills it; errors on a placeholder nothing fills, or whose run failed.
+    pub fn tensor(&self) -> Result<Tensor> {
+        match self.value_or_wait() {
             Some(DataValue::Tensor(t)) => Ok(t),
             Some(DataValue::Scalar(s)) => Tensor::scalar_tensor(s),
             None => Err(self.missing()),
@@ -81,6 +98,14 @@ impl DeviceData {
     /// The error for reading data that has no value: in flight (a placeholder), or lost (donated
     /// to an execution that failed).
     pub(crate) fn missing(&self) -> Error {
+        if let Some(e) = self
+            .failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+        {
+            return e;
+        }
         if self.lost.load(Ordering::Relaxed) {
             Error::runtime(
                 "Trying to access lazy tensor data that was donated to an execution that failed: \
@@ -95,6 +120,11 @@ impl DeviceData {
     /// Marks donated data whose execution failed as lost (see [`DeviceData::tensor`]).
     pub(crate) fn mark_lost(&self) {
         self.lost.store(true, Ordering::Relaxed);
+    }
+
+    /// Records the error of the asynchronous run that was to fill this placeholder.
+    pub(crate) fn fail(&self, e: Error) {
+        *self.failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
     }
 
     /// Fills a placeholder (LTC's `Assign`).

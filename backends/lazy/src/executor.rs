@@ -300,6 +300,8 @@ struct Graph {
     /// Parameter index of each device-data node of `order` (by position in `order`).
     param_of: crate::ir::NodeMap<usize>,
     hash: Hash128,
+    /// Whether a node draws random numbers.
+    draws: bool,
 }
 
 /// Whether `a` is an explicit generator.
@@ -352,6 +354,7 @@ fn build_graph(roots: &[Output], force_data: bool) -> Result<Graph> {
             sequence = sequence.with_u64(idx as u64);
         }
     }
+    let random = !draws.is_empty();
     if draws.len() > 1 {
         draws.sort_unstable_by_key(|&(_, seq)| seq);
         let mut h = Hash128::of_str("draw_order");
@@ -365,6 +368,7 @@ fn build_graph(roots: &[Output], force_data: bool) -> Result<Graph> {
         params,
         param_of,
         hash: hash.combine(sequence),
+        draws: random,
     })
 }
 
@@ -521,6 +525,19 @@ fn collect(tensors: &[Arc<LazyTensor>]) -> (Vec<Arc<LazyTensor>>, Vec<Output>) {
 /// the data; without (`.to("cpu")`, LTC's `ApplyPendingGraph`) the IR stays and the data is
 /// kept beside it, so later operators still build on the IR.
 pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<()> {
+    sync_tensors_with(tensors, sync_ltc_data, true)
+}
+
+/// [`sync_tensors`]; without `wait` (and with `sync_ltc_data`), the execution is scheduled on
+/// the device thread (`device_queue.rs`) and this returns once the tensors hold their
+/// placeholders, as LTC's `SyncTensorsGraph` with `wait=false`. A graph that draws random
+/// numbers or donates a parameter's buffer runs here all the same: its draws must keep their
+/// order against the caller's, and donation decides on the parameters' current holders.
+pub(crate) fn sync_tensors_with(
+    tensors: &[Arc<LazyTensor>],
+    sync_ltc_data: bool,
+    wait: bool,
+) -> Result<()> {
     let (synced, roots) = collect(tensors);
     if roots.is_empty() {
         return Ok(());
@@ -548,6 +565,14 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
     }
     // `LTC_SAVE_TENSORS_FILE` (B.13): the graph of this sync, appended before it runs.
     crate::dump::save_tensors_graph(&roots, graph.hash, || program.text())?;
+    let asynchronous =
+        !wait && sync_ltc_data && program.donation_candidates().is_empty() && !graph.draws;
+    if asynchronous {
+        schedule(graph, program, &synced, &roots);
+        return Ok(());
+    }
+    // A scheduled run may still have to fill some of this graph's parameters.
+    crate::device_queue::wait();
     let params: Vec<Val> = graph
         .params
         .iter()
@@ -621,13 +646,74 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
     }
 }
 
-/// Syncs every live lazy tensor (LTC's `SyncLiveTensorsGraph`), IR replaced by data.
-pub fn sync_live_tensors() -> Result<()> {
-    let live = live_tensors();
-    sync_tensors(&live, true)
+/// The asynchronous half of [`sync_tensors_with`]: placeholders installed (IR replaced by
+/// them) and the run scheduled, which fills them or records its error in them.
+fn schedule(
+    graph: Graph,
+    program: Arc<dyn Computation>,
+    synced: &[Arc<LazyTensor>],
+    roots: &[Output],
+) {
+    let placeholders: Vec<Arc<DeviceData>> = roots
+        .iter()
+        .map(|r| DeviceData::placeholder(r.shape().clone()))
+        .collect();
+    for (t, p) in synced.iter().zip(&placeholders) {
+        let mut st = t.state();
+        st.handle = Some(Arc::clone(p));
+        st.tensor_data = None;
+        st.ir = None;
+    }
+    // What the run needs: the parameters. The step's IR is freed here, by the thread that
+    // made it (freed on the device thread, its memory went back to this thread's allocator
+    // arena under that arena's lock, which tracing then waited for).
+    let Graph { params, .. } = graph;
+    let run = move || {
+        let result = {
+            let _lock = DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+            let start = Instant::now();
+            // Runs are in order on one thread: an earlier run's placeholders are filled now.
+            let r = params
+                .iter()
+                .map(|d| d.value().map(Val::from).ok_or_else(|| d.missing()))
+                .collect::<Result<Vec<_>>>()
+                .and_then(|params| program.execute(&params, &[]));
+            metrics::record_time("ExecuteTime", start.elapsed());
+            r
+        };
+        match result {
+            Ok(values) if values.len() == placeholders.len() => {
+                for (p, v) in placeholders.iter().zip(values) {
+                    p.assign(match v {
+                        Val::Tensor(t) => DataValue::Tensor(t),
+                        Val::Scalar(s) => DataValue::Scalar(s),
+                    });
+                }
+            }
+            Ok(_) => {
+                let e = Error::runtime(
+                    "Expected number of outputs does not match the program's results",
+                );
+                placeholders.iter().for_each(|p| p.fail(e.clone()));
+            }
+            Err(e) => placeholders.iter().for_each(|p| p.fail(e.clone())),
+        }
+    };
+    if let Err(run) = crate::device_queue::schedule(Box::new(run)) {
+        run();
+    }
 }
 
-/// Waits for running executions to finish (a barrier on the device lock).
+/// Syncs every live lazy tensor (LTC's `SyncLiveTensorsGraph`), IR replaced by data; without
+/// `wait`, the execution is scheduled on the device thread (see [`sync_tensors_with`]).
+pub fn sync_live_tensors(wait: bool) -> Result<()> {
+    let live = live_tensors();
+    sync_tensors_with(&live, true, wait)
+}
+
+/// Waits for scheduled executions to finish (`torch._lazy.wait_device_ops`), then for a
+/// running synchronous one (a barrier on the device lock).
 pub fn wait_device_ops() {
+    crate::device_queue::wait();
     drop(DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner));
 }

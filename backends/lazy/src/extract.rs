@@ -109,7 +109,7 @@ pub fn extract_compiled_graph(
                 .map(|d| match argument_of(d) {
                     Some(i) => Ok(Param::Argument(i)),
                     None => d
-                        .value()
+                        .value_or_wait()
                         .map(|v| Param::Fixed(Val::from(v)))
                         .ok_or_else(|| Error::runtime("a graph input has no data")),
                 })

@@ -26,6 +26,7 @@
 pub mod closures;
 pub mod compiler;
 pub mod data;
+mod device_queue;
 pub mod dump;
 pub mod executor;
 pub mod extract;
@@ -103,16 +104,32 @@ pub fn to_cpu(t: &Tensor) -> Result<Tensor> {
     })
 }
 
-/// Syncs every live lazy tensor (PyTorch's `torch._lazy.mark_step()`): one graph, compiled or
-/// taken from the cache, executed; each tensor's IR replaced by its data. Counter `MarkStep`.
-/// Then the step closures queued with [`add_step_closure`] run (a synchronous closure's error
-/// is returned; asynchronous ones run on a worker thread).
+/// Syncs every live lazy tensor (PyTorch's `torch._lazy.mark_step(wait=True)`): one graph,
+/// compiled or taken from the cache, executed; each tensor's IR replaced by its data. Counter
+/// `MarkStep`. Then the step closures queued with [`add_step_closure`] run (a synchronous
+/// closure's error is returned; asynchronous ones run on a worker thread). An execution error
+/// is returned here, and the tensors keep their IR.
 #[track_caller]
 pub fn mark_step() -> Result<()> {
+    mark_step_at(std::panic::Location::caller(), true)
+}
+
+/// [`mark_step`] without waiting for the device (PyTorch's `torch._lazy.mark_step()`, whose
+/// `wait` is false by default): the graph is built, hashed and compiled or found here, each
+/// tensor's IR is replaced by a placeholder, and the execution runs on the device thread
+/// while the caller goes on (tracing the next step overlaps executing this one). Reading a
+/// tensor's value, a synchronous sync and [`wait_device_ops`] wait for it. An execution error
+/// is not returned here: reading an affected tensor returns it. A graph that draws random
+/// numbers or donates a parameter's buffer runs before this returns, as [`mark_step`]'s.
+#[track_caller]
+pub fn mark_step_async() -> Result<()> {
+    mark_step_at(std::panic::Location::caller(), false)
+}
+
+fn mark_step_at(caller: &'static std::panic::Location<'static>, wait: bool) -> Result<()> {
     // Where the step was asked for, for the saved graphs (`LTC_SAVE_TENSORS_FILE`).
-    let caller = std::panic::Location::caller();
     dump::with_sync_caller("mark_step", (file!(), line!()), caller, || {
-        executor::sync_live_tensors()
+        executor::sync_live_tensors(wait)
     })?;
     metrics::counter_add("MarkStep", 1);
     trie::reset_current();

@@ -220,6 +220,8 @@ pub fn train(
         rng.shuffle(&mut order);
         let mut epoch_loss = 0.0;
         let mut batches = 0;
+        let lazy = o.device.kind() == switchyard_core::DeviceType::Lazy;
+        let mut losses = Vec::new();
         for chunk in order.chunks(o.batch_size as usize) {
             let idx = on(
                 &Tensor::from_vec(chunk.to_vec(), &[chunk.len() as i64])?,
@@ -232,18 +234,27 @@ pub fn train(
             let loss = cross_entropy(&net.forward(&xb)?, &yb, None, Reduction::Mean, -100, 0.0)?;
             loss.backward()?;
             opt.step()?;
-            if o.device.kind() == switchyard_core::DeviceType::Lazy {
+            if lazy {
                 // One graph per step: forward, backward and the update, compiled once and
-                // taken from the cache afterwards.
-                switchyard_lazy::mark_step()?;
+                // taken from the cache afterwards. Not waited for: the device thread runs
+                // it while the next step is traced (the losses are read after the epoch).
+                switchyard_lazy::mark_step_async()?;
             }
             history.train_time += start.elapsed();
             history.steps += 1;
+            losses.push(loss);
+            bar.inc(1);
+        }
+        if lazy {
+            let start = Instant::now();
+            switchyard_lazy::wait_device_ops();
+            history.train_time += start.elapsed();
+        }
+        for loss in losses {
             let l = scalar(&loss)?;
             history.step_losses.push(l);
             epoch_loss += l;
             batches += 1;
-            bar.inc(1);
         }
         let stats = EpochStats {
             loss: epoch_loss / f64::from(batches),

@@ -75,7 +75,8 @@ impl DemoTrainer {
 
     /// One step as the demo times it: the batch's indices moved to the device,
     /// `index_select`, `zero_grad`, forward, loss, backward, Adam's update and, on lazy,
-    /// `mark_step()`. Returns the loss.
+    /// `mark_step_async()` (the execution runs on the device thread; reading the loss waits for
+    /// it). Returns the loss.
     pub fn step(&mut self) -> Result<Tensor> {
         let idx = to_device(&self.batches[self.next], self.device)?;
         self.next = (self.next + 1) % self.batches.len();
@@ -87,7 +88,7 @@ impl DemoTrainer {
         loss.backward()?;
         self.opt.step()?;
         if self.device != Device::CPU {
-            switchyard_lazy::mark_step()?;
+            switchyard_lazy::mark_step_async()?;
         }
         Ok(loss)
     }

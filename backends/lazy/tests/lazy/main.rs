@@ -11,6 +11,7 @@ mod support;
 mod cpu_suites;
 use cpu_suites::LAZY_TARGET as TARGET;
 
+mod asynchronous;
 mod autograd;
 mod cases;
 mod compiler;

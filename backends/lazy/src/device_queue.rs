@@ -1,0 +1,89 @@
+//! The device thread (LTC's asynchronous `SyncTensorsGraph`, `mark_step(wait=False)`): an
+//! execution scheduled by [`crate::mark_step_async`] runs here, in scheduling order, while the
+//! caller goes on tracing the next step. The step's tensors already hold placeholders
+//! (`DeviceData` without a value); the run fills them, or records its error in them.
+//!
+//! Anything that needs a value waits for it: reading a placeholder ([`DeviceData::tensor`]
+//! and the other value reads) waits for the scheduled runs, as does a synchronous sync (its
+//! parameters may be placeholders) and [`wait`] (`wait_device_ops`). Runs are FIFO on one
+//! thread, so a run's parameters that are an earlier run's placeholders are filled when it
+//! starts.
+//!
+//! [`DeviceData::tensor`]: crate::data::DeviceData::tensor
+
+use std::cell::Cell;
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
+
+/// Work for the device thread.
+pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// Runs scheduled and not finished.
+static PENDING: Mutex<usize> = Mutex::new(0);
+/// Signalled whenever a run finishes.
+static FINISHED: Condvar = Condvar::new();
+/// The device thread's queue (`None`: the thread could not be started; runs are synchronous).
+static QUEUE: OnceLock<Option<Sender<Job>>> = OnceLock::new();
+
+thread_local! {
+    /// Set on the device thread: it never waits for itself.
+    static ON_DEVICE_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+fn queue() -> Option<&'static Sender<Job>> {
+    QUEUE
+        .get_or_init(|| {
+            let (sender, receiver) = channel::<Job>();
+            std::thread::Builder::new()
+                .name("lazy-device".into())
+                .spawn(move || {
+                    ON_DEVICE_THREAD.with(|f| f.set(true));
+                    for job in receiver {
+                        // A panicking run is a bug; the count must still come down, or every
+                        // later wait would hang. Its placeholders stay empty and say so.
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                        finish_one();
+                    }
+                })
+                .ok()
+                .map(|_| sender)
+        })
+        .as_ref()
+}
+
+fn finish_one() {
+    let mut pending = PENDING.lock().unwrap_or_else(PoisonError::into_inner);
+    *pending = pending.saturating_sub(1);
+    FINISHED.notify_all();
+}
+
+/// Schedules `job` on the device thread; gives it back when there is no device thread
+/// (the caller then runs it itself).
+pub(crate) fn schedule(job: Job) -> std::result::Result<(), Job> {
+    let Some(sender) = queue() else {
+        return Err(job);
+    };
+    *PENDING.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+    sender.send(job).map_err(|e| {
+        finish_one();
+        e.0
+    })
+}
+
+/// Whether a scheduled run has not finished yet.
+pub(crate) fn busy() -> bool {
+    *PENDING.lock().unwrap_or_else(PoisonError::into_inner) > 0
+}
+
+/// Waits until every scheduled run has finished (at once on the device thread itself).
+pub(crate) fn wait() {
+    if ON_DEVICE_THREAD.with(Cell::get) {
+        return;
+    }
+    let mut pending = PENDING.lock().unwrap_or_else(PoisonError::into_inner);
+    while *pending > 0 {
+        pending = FINISHED
+            .wait(pending)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+}
