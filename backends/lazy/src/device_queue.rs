@@ -12,6 +12,7 @@
 //! [`DeviceData::tensor`]: crate::data::DeviceData::tensor
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
 
@@ -25,6 +26,23 @@ static FINISHED: Condvar = Condvar::new();
 /// The device thread's queue (`None`: the thread could not be started; runs are synchronous).
 static QUEUE: OnceLock<Option<Sender<Job>>> = OnceLock::new();
 
+/// How many threads the device thread's kernels may use: one fewer than the pool (at least
+/// one) while nobody waits for it, since the scheduling thread is then tracing the next step
+/// on a core of its own; the whole pool while someone waits (that thread is idle).
+static DEVICE_THREADS: AtomicUsize = AtomicUsize::new(1);
+/// Threads blocked in [`wait`].
+static WAITERS: AtomicUsize = AtomicUsize::new(0);
+
+fn set_device_threads() {
+    let pool = switchyard_cpu::parallel::pool_threads();
+    let n = if WAITERS.load(Ordering::SeqCst) > 0 {
+        pool
+    } else {
+        pool.saturating_sub(1).max(1)
+    };
+    DEVICE_THREADS.store(n, Ordering::Relaxed);
+}
+
 thread_local! {
     /// Set on the device thread: it never waits for itself.
     static ON_DEVICE_THREAD: Cell<bool> = const { Cell::new(false) };
@@ -33,11 +51,13 @@ thread_local! {
 fn queue() -> Option<&'static Sender<Job>> {
     QUEUE
         .get_or_init(|| {
+            set_device_threads();
             let (sender, receiver) = channel::<Job>();
             std::thread::Builder::new()
                 .name("lazy-device".into())
                 .spawn(move || {
                     ON_DEVICE_THREAD.with(|f| f.set(true));
+                    switchyard_cpu::parallel::cap_threads_of_this_thread(&DEVICE_THREADS);
                     for job in receiver {
                         // A panicking run is a bug; the count must still come down, or every
                         // later wait would hang. Its placeholders stay empty and say so.
@@ -81,9 +101,16 @@ pub(crate) fn wait() {
         return;
     }
     let mut pending = PENDING.lock().unwrap_or_else(PoisonError::into_inner);
+    if *pending == 0 {
+        return;
+    }
+    WAITERS.fetch_add(1, Ordering::SeqCst);
+    set_device_threads();
     while *pending > 0 {
         pending = FINISHED
             .wait(pending)
             .unwrap_or_else(PoisonError::into_inner);
     }
+    WAITERS.fetch_sub(1, Ordering::SeqCst);
+    set_device_threads();
 }

@@ -22,7 +22,7 @@ pub(crate) mod math;
 #[cfg(not(test))]
 pub mod native;
 pub(crate) mod num;
-pub(crate) mod parallel;
+pub mod parallel;
 pub(crate) mod random;
 pub(crate) mod reduce_loops;
 pub(crate) mod stream;

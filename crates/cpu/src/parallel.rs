@@ -12,6 +12,7 @@
 //! The worst case is the single-threaded time plus one task spawn; the best is an even split.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,9 +20,30 @@ use std::sync::{Arc, Mutex};
 use switchyard_core::{Error, Result};
 
 /// Threads a parallel loop may use (rayon's pool size: `RAYON_NUM_THREADS`, else one per
-/// logical CPU).
+/// logical CPU), at most the calling thread's cap ([`cap_threads_of_this_thread`]).
 pub(crate) fn num_threads() -> usize {
+    let n = rayon::current_num_threads();
+    THREAD_CAP
+        .with(Cell::get)
+        .map_or(n, |cap| n.min(cap.load(Ordering::Relaxed).max(1)))
+}
+
+/// The size of the pool parallel loops draw helpers from (`RAYON_NUM_THREADS`, else one per
+/// logical CPU), whatever the calling thread's cap.
+pub fn pool_threads() -> usize {
     rayon::current_num_threads()
+}
+
+thread_local! {
+    /// The calling thread's cap on its parallel loops, read at each loop's start.
+    static THREAD_CAP: Cell<Option<&'static AtomicUsize>> = const { Cell::new(None) };
+}
+
+/// Caps the parallel loops the calling thread starts at `cap`'s value at each loop's start
+/// (at least 1): a thread running kernels beside another busy thread (the lazy device thread
+/// beside the thread tracing the next step) leaves that thread its core.
+pub fn cap_threads_of_this_thread(cap: &'static AtomicUsize) {
+    THREAD_CAP.with(|c| c.set(Some(cap)));
 }
 
 /// The body of a parallel loop, called once per block index.
