@@ -20,6 +20,20 @@ use switchyard_core::{Device, Result, Tensor};
 use switchyard_cpu::native;
 use switchyard_ops::{meta, op};
 
+/// The operators of the fixture's kernel cases (the others are composites).
+const KERNEL_OPS: &[&str] = &[
+    "mse_loss",
+    "nll_loss_forward",
+    "avg_pool2d",
+    "max_pool2d_with_indices",
+    "native_layer_norm",
+];
+
+/// Whether `case` is a kernel case (its operator one of [`KERNEL_OPS`]).
+fn is_kernel_case(case: &Value) -> bool {
+    KERNEL_OPS.contains(&case["op"].as_str().unwrap())
+}
+
 /// Runs a kernel case of the fixture; `None` for the composite operators tested through the
 /// dispatcher.
 fn run(case: &Value) -> Option<Result<Vec<Tensor>>> {
@@ -30,6 +44,9 @@ fn run(case: &Value) -> Option<Result<Vec<Tensor>>> {
 /// function alone: the Meta kernel the generator builds from it; `native_layer_norm` through
 /// the dispatcher).
 fn run_on(case: &Value, on_meta: bool) -> Option<Result<Vec<Tensor>>> {
+    if !on_meta && !support::on_cpu() {
+        return run_dispatched(case);
+    }
     let op = case["op"].as_str().unwrap();
     let variant = Variant::parse(case["variant"].as_str().unwrap());
     let place = |t: &Tensor| if on_meta { to_meta(t) } else { t.clone() };
@@ -132,6 +149,89 @@ fn run_on(case: &Value, on_meta: bool) -> Option<Result<Vec<Tensor>>> {
     })
 }
 
+/// Runs a kernel case through the dispatcher, the path of a target other than the CPU (whose
+/// kernels are reached only that way): the same arguments, the overload of the variant.
+fn run_dispatched(case: &Value) -> Option<Result<Vec<Tensor>>> {
+    let op_name = case["op"].as_str().unwrap();
+    let variant = Variant::parse(case["variant"].as_str().unwrap());
+    let a = support::args(case);
+    let outs = support::outs(case);
+    let one = |r: Result<Tensor>| r.map(|t| vec![t]);
+    let two = |r: Result<(Tensor, Tensor)>| r.map(|(x, y)| vec![x, y]);
+    Some(match (op_name, variant) {
+        ("mse_loss", Variant::Out) => one(op::mse_loss_out::call(
+            a[0].tensor(),
+            a[1].tensor(),
+            a[2].int(),
+            &outs[0],
+        )),
+        ("mse_loss", _) => one(op::mse_loss::call(a[0].tensor(), a[1].tensor(), a[2].int())),
+        ("nll_loss_forward", Variant::Out) => two(op::nll_loss_forward_output::call(
+            a[0].tensor(),
+            a[1].tensor(),
+            a[2].opt_tensor(),
+            a[3].int(),
+            a[4].int(),
+            &outs[0],
+            &outs[1],
+        )),
+        ("nll_loss_forward", _) => two(op::nll_loss_forward::call(
+            a[0].tensor(),
+            a[1].tensor(),
+            a[2].opt_tensor(),
+            a[3].int(),
+            a[4].int(),
+        )),
+        ("avg_pool2d", Variant::Out) => one(op::avg_pool2d_out::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].ints(),
+            a[3].ints(),
+            a[4].boolean(),
+            a[5].boolean(),
+            a[6].opt_int(),
+            &outs[0],
+        )),
+        ("avg_pool2d", _) => one(op::avg_pool2d::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].ints(),
+            a[3].ints(),
+            a[4].boolean(),
+            a[5].boolean(),
+            a[6].opt_int(),
+        )),
+        ("max_pool2d_with_indices", Variant::Out) => two(op::max_pool2d_with_indices_out::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].ints(),
+            a[3].ints(),
+            a[4].ints(),
+            a[5].boolean(),
+            &outs[0],
+            &outs[1],
+        )),
+        ("max_pool2d_with_indices", _) => two(op::max_pool2d_with_indices::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].ints(),
+            a[3].ints(),
+            a[4].ints(),
+            a[5].boolean(),
+        )),
+        ("native_layer_norm", Variant::Functional) => op::native_layer_norm::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].opt_tensor(),
+            a[3].opt_tensor(),
+            a[4].float(),
+        )
+        .map(|(y, m, r)| vec![y, m, r]),
+        ("native_layer_norm", v) => panic!("no native_layer_norm {v:?} overload"),
+        _ => return None,
+    })
+}
+
 /// The impl of a structured kernel case: nothing on Meta (a Meta kernel is its meta function).
 fn on_meta_or(on_meta: bool, imp: impl FnOnce() -> Result<()>) -> Result<()> {
     if on_meta { Ok(()) } else { imp() }
@@ -141,13 +241,15 @@ fn on_meta_or(on_meta: bool, imp: impl FnOnce() -> Result<()>) -> Result<()> {
 /// computing kernel can raise (`support::cpu_only_error`).
 #[test]
 fn nn_kernels_fail_on_meta_as_on_cpu() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    // Meta kernels against the CPU's errors: the lazy device's errors are
+    // `nn_kernels_match_pytorch`'s there.
+    if support::cpu_only(support::CpuOnly::Meta) {
+        return;
     }
     let fixture = support::fixture("nn.json");
     let cases: Vec<Value> = support::cases(&fixture)
         .iter()
-        .filter(|c| run(c).is_some())
+        .filter(|c| is_kernel_case(c))
         .cloned()
         .collect();
     let (checked, failures) = support::meta_error_parity(&cases, |c| run_on(c, true).unwrap());
@@ -157,13 +259,10 @@ fn nn_kernels_fail_on_meta_as_on_cpu() {
 
 #[test]
 fn nn_kernels_match_pytorch() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
     let fixture = support::fixture("nn.json");
     let kernel_cases: Vec<Value> = support::cases(&fixture)
         .iter()
-        .filter(|c| run(c).is_some())
+        .filter(|c| is_kernel_case(c))
         .cloned()
         .collect();
     assert!(kernel_cases.len() > 200);
