@@ -154,9 +154,6 @@ pub enum CpuOnly {
     Kernel,
     /// It runs no operator on tensors (a dtype rule, a schema string).
     NoTensor,
-    /// Its tensors and expectations are written by hand on the CPU (not fixture cases built
-    /// through [`placed`]); moving it to the target is left to do.
-    Handwritten,
 }
 
 /// Whether a test of reason `_why` is skipped here (true off the CPU).
