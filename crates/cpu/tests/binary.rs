@@ -72,8 +72,8 @@ fn binary_ops_match_pytorch() {
 /// Every successful case also runs on `Meta` tensors: same dtype and shape, no data.
 #[test]
 fn meta_tensors_give_pytorchs_shapes_and_dtypes() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    if support::cpu_only(support::CpuOnly::Meta) {
+        return;
     }
     let mut failures = Vec::new();
     for case in cases() {
@@ -126,8 +126,8 @@ fn meta_tensors_give_pytorchs_shapes_and_dtypes() {
 /// can refuse).
 #[test]
 fn meta_tensors_fail_as_the_cpu_does() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    if support::cpu_only(support::CpuOnly::Meta) {
+        return;
     }
     let cases = cases();
     let (checked, failures) = support::meta_error_parity(&cases, |c| call(c, true));
@@ -140,6 +140,7 @@ fn meta_tensors_fail_as_the_cpu_does() {
     assert!(checked >= 150, "{checked} error cases");
 }
 
+/// `n` values in [-6, 6.5] of `dtype`, built on the host (see [`on_target`]).
 fn ramp(n: usize, dtype: ScalarType) -> Tensor {
     let v: Vec<f64> = (0..n)
         .map(|i| ((i * 37 + 11) % 101) as f64 / 8.0 - 6.0)
@@ -148,14 +149,22 @@ fn ramp(n: usize, dtype: ScalarType) -> Tensor {
     op::_to_copy::call(&t, Some(dtype), None, None, None, false, None).unwrap()
 }
 
+/// [`ramp`] on the target.
+fn on_target(n: usize, dtype: ScalarType) -> Tensor {
+    support::to_target(ramp(n, dtype))
+}
+
 /// A contiguous copy through `clone`.
 fn contiguous(t: &Tensor) -> Tensor {
     op::clone::call(t, None).unwrap()
 }
 
+/// `a` and `b` (on the target) have the same dtype, sizes and elements (NaN equal to NaN),
+/// read on the host after the sync.
 fn assert_same(a: &Tensor, b: &Tensor, what: &str) {
     assert_eq!(a.dtype(), b.dtype(), "{what}");
     assert_eq!(a.sizes(), b.sizes(), "{what}");
+    let (a, b) = (support::host(a), support::host(b));
     let (x, y) = (a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap());
     for (i, (p, q)) in x.iter().zip(&y).enumerate() {
         assert!(
@@ -183,20 +192,20 @@ fn binaries() -> Vec<(&'static str, Binary)> {
 /// contiguous copies; the engine's direct, blocked and threaded paths agree.
 #[test]
 fn strided_and_threaded_inputs_equal_contiguous_copies() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
+    let _serial = support::serial();
     for dtype in [ScalarType::Float, ScalarType::Half, ScalarType::Double] {
-        let a = ramp(400 * 300, dtype)
-            .as_strided_view(&[300, 400], &[1, 300], 0)
+        let a = support::to_target(
+            ramp(400 * 300, dtype)
+                .as_strided_view(&[300, 400], &[1, 300], 0)
+                .unwrap(),
+        );
+        let b = op::add_Scalar::call(&on_target(400, dtype), Scalar::Float(7.25), Scalar::Int(1))
             .unwrap();
-        let b =
-            op::add_Scalar::call(&ramp(400, dtype), Scalar::Float(7.25), Scalar::Int(1)).unwrap();
         for (name, f) in binaries() {
             let strided = f(&a, &b).unwrap();
             let dense = f(
                 &contiguous(&a),
-                &contiguous(&b.as_strided_view(&[300, 400], &[0, 1], 0).unwrap()),
+                &contiguous(&op::expand::call(&b, &[300, 400], false).unwrap()),
             )
             .unwrap();
             assert_same(&strided, &dense, &format!("{name} {dtype}"));
@@ -207,18 +216,16 @@ fn strided_and_threaded_inputs_equal_contiguous_copies() {
 /// out= and in-place variants equal the functional one.
 #[test]
 fn out_and_inplace_equal_functional() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
-    let a = ramp(50_000, ScalarType::Float);
+    let _serial = support::serial();
+    let a = on_target(50_000, ScalarType::Float);
     let b = op::add_Scalar::call(
-        &ramp(50_000, ScalarType::Float),
+        &on_target(50_000, ScalarType::Float),
         Scalar::Float(7.25),
         Scalar::Int(1),
     )
     .unwrap();
     let f = op::mul_Tensor::call(&a, &b).unwrap();
-    let out = Tensor::allocate(&[0], ScalarType::Float, Device::CPU).unwrap();
+    let out = support::to_target(Tensor::allocate(&[0], ScalarType::Float, Device::CPU).unwrap());
     op::mul_out::call(&a, &b, &out).unwrap();
     assert_same(&out, &f, "mul out=");
     let c = contiguous(&a);
@@ -236,13 +243,14 @@ fn out_and_inplace_equal_functional() {
 /// not implement yet).
 #[test]
 fn inplace_with_self_as_operand() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
-    let a = Tensor::from_vec((0..16).map(|i| i as f32).collect(), &[4, 4]).unwrap();
+    let _serial = support::serial();
+    let a =
+        support::to_target(Tensor::from_vec((0..16).map(|i| i as f32).collect(), &[4, 4]).unwrap());
+    let squares = Tensor::from_vec((0..16).map(|i| (i * i) as f32).collect(), &[4, 4]).unwrap();
     let expected = op::mul_Tensor::call(&a, &a).unwrap();
+    assert_same(&expected, &squares, "a * a");
     op::mul__Tensor::call(&a, &a).unwrap();
-    assert_same(&a, &expected, "a *= a");
+    assert_same(&a, &squares, "a *= a");
 }
 
 /// Small in-place calls, where `self` is both the output and an input element for element
@@ -250,18 +258,16 @@ fn inplace_with_self_as_operand() {
 /// functional results; so do calls whose other operand is `self` too.
 #[test]
 fn small_inplace_calls_equal_functional() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
+    let _serial = support::serial();
     for n in [1usize, 7, 300] {
         let a = op::add_Scalar::call(
-            &ramp(n, ScalarType::Float),
+            &on_target(n, ScalarType::Float),
             Scalar::Float(0.5),
             Scalar::Int(1),
         )
         .unwrap();
         let b = op::add_Scalar::call(
-            &ramp(n, ScalarType::Float),
+            &on_target(n, ScalarType::Float),
             Scalar::Float(2.25),
             Scalar::Int(1),
         )
@@ -283,12 +289,12 @@ fn small_inplace_calls_equal_functional() {
         assert_same(&c, &expected, &format!("x.add_(x, alpha=3), n={n}"));
         let c = contiguous(&a);
         op::sub__Tensor::call(&c, &c, Scalar::Int(1)).unwrap();
-        let zeros = Tensor::allocate(&[n as i64], ScalarType::Float, Device::CPU).unwrap();
+        let zeros = Tensor::from_vec(vec![0.0f32; n], &[n as i64]).unwrap();
         assert_same(&c, &zeros, &format!("x.sub_(x), n={n}"));
 
         // An integer self with a float result cannot be written in place (PyTorch's error).
-        let i = ramp(n, ScalarType::Int);
-        let err = op::add__Tensor::call(&i, &a, Scalar::Int(1)).unwrap_err();
+        let i = on_target(n, ScalarType::Int);
+        let err = support::finish_one(op::add__Tensor::call(&i, &a, Scalar::Int(1))).unwrap_err();
         assert!(
             err.to_string()
                 .contains("can't be cast to the desired output type"),
@@ -302,8 +308,9 @@ fn small_inplace_calls_equal_functional() {
 /// `torch.where` by hand.
 #[test]
 fn where_kernels() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    // Calls the CPU kernels directly (the overloads are not registered).
+    if support::cpu_only(support::CpuOnly::Kernel) {
+        return;
     }
     use switchyard_cpu::native;
     let cond = Tensor::from_vec(vec![true, false, true, false], &[2, 2]).unwrap();

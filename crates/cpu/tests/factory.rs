@@ -408,21 +408,31 @@ fn meta_factories_give_cpu_shapes() {
 
 #[test]
 fn default_generator_is_used_and_reseeding_repeats() {
-    if cpu_only(CpuOnly::Handwritten) {
-        return;
-    }
+    let _serial = serial();
     switchyard_core::generator::manual_seed(1234).unwrap();
-    let a = Tensor::allocate(&[100], ScalarType::Float, Device::CPU).unwrap();
-    cpu::uniform_(&a, 0.0, 1.0, None).unwrap();
+    let fresh = || to_target(Tensor::allocate(&[100], ScalarType::Float, Device::CPU).unwrap());
+    let a = fresh();
+    op::uniform_::call(&a, 0.0, 1.0, None).unwrap();
+    // Other tests may draw from the default generator concurrently, so its numbers are only
+    // checked for their range.
+    assert!(values(&host(&a)).iter().all(|v| (0.0..1.0).contains(v)));
+    // A private generator seeded alike draws the same numbers twice, and the CPU kernel's.
     let g = Generator::new(Device::CPU);
-    g.manual_seed(1234);
-    let b = Tensor::allocate(&[100], ScalarType::Float, Device::CPU).unwrap();
-    cpu::uniform_(&b, 0.0, 1.0, Some(&g)).unwrap();
-    // Other tests may draw from the default generator concurrently; only compare when the
-    // first fill was not interleaved with another test's draws (the values then match).
-    let (va, vb) = (values(&a), values(&b));
-    assert!(va.iter().all(|v| (0.0..1.0).contains(v)));
+    let draw = || {
+        g.manual_seed(1234);
+        let b = fresh();
+        op::uniform_::call(&b, 0.0, 1.0, Some(&g)).unwrap();
+        values(&host(&b))
+    };
+    let vb = draw();
     assert_eq!(vb.len(), 100);
+    assert!(vb.iter().all(|v| (0.0..1.0).contains(v)));
+    assert_eq!(draw(), vb);
+    let reference = Generator::new(Device::CPU);
+    reference.manual_seed(1234);
+    let r = Tensor::allocate(&[100], ScalarType::Float, Device::CPU).unwrap();
+    cpu::uniform_(&r, 0.0, 1.0, Some(&reference)).unwrap();
+    assert_eq!(values(&r), vb);
 }
 
 #[test]
@@ -651,23 +661,27 @@ fn factories_through_the_dispatcher_match_pytorch() {
 
 #[test]
 fn random_factories_repeat_per_seed_on_the_default_generator() {
-    if cpu_only(CpuOnly::Handwritten) {
-        return;
-    }
+    let _serial = serial();
+    let device = Some(target_device());
     // The default generator is shared with concurrently running tests, so this draws from a
     // private generator twice and from the default one only to check the call path.
     let g = Generator::new(Device::CPU);
     let draw = |seed: u64| {
         g.manual_seed(seed);
-        let a = op::randn_generator::call(&[50], Some(&g), None, None, None, None).unwrap();
-        let b = op::randint_low_generator::call(-3, 9, &[50], Some(&g), None, None, None, None)
+        let a = op::randn_generator::call(&[50], Some(&g), None, None, device, None).unwrap();
+        let b = op::randint_low_generator::call(-3, 9, &[50], Some(&g), None, None, device, None)
             .unwrap();
-        (values(&a), int_values(&b))
+        assert_eq!((a.device(), b.device()), (target_device(), target_device()));
+        let b = host(&b);
+        assert!(int_values(&b).iter().all(|v| (-3..9).contains(v)));
+        (values(&host(&a)), int_values(&b))
     };
     assert_eq!(draw(17), draw(17));
     assert_ne!(draw(17).0, draw(18).0);
-    let t = op::rand::call(&[10], None, None, None, None).unwrap();
-    assert!(values(&t).iter().all(|v| (0.0..1.0).contains(v)));
-    let t = op::randint::call(5, &[10], Some(ScalarType::Long), None, None, None).unwrap();
-    assert!(int_values(&t).iter().all(|v| (0..5).contains(v)));
+    let t = op::rand::call(&[10], None, None, device, None).unwrap();
+    assert_eq!(t.device(), target_device());
+    assert!(values(&host(&t)).iter().all(|v| (0.0..1.0).contains(v)));
+    let t = op::randint::call(5, &[10], Some(ScalarType::Long), None, device, None).unwrap();
+    assert_eq!(t.device(), target_device());
+    assert!(int_values(&host(&t)).iter().all(|v| (0..5).contains(v)));
 }

@@ -293,15 +293,17 @@ fn composites_on_meta() {
 /// bias after. Expectations are PyTorch's answers to the quoted `F.linear` calls.
 #[test]
 fn linear_picks_pytorchs_path_for_a_bias() {
-    if support::cpu_only(support::CpuOnly::Handwritten) {
-        return;
-    }
-    let rand = |sizes: &[i64]| {
+    let _serial = support::serial();
+    // Built on the host (views included), then moved to the target.
+    let host_rand = |sizes: &[i64]| {
         let n: i64 = sizes.iter().product();
         Tensor::from_vec((0..n).map(|i| (i % 7) as f32 * 0.5).collect(), sizes).unwrap()
     };
+    let rand = |sizes: &[i64]| support::to_target(host_rand(sizes));
+    // The result's sizes, after the target ran it (its errors are the call's).
     let linear = |x: &Tensor, w: &Tensor, b: &Tensor| {
-        switchyard_ops::op::linear::call(x, w, Some(b)).map(|t| t.sizes().to_vec())
+        support::finish_one(switchyard_ops::op::linear::call(x, w, Some(b)))
+            .map(|t| t.sizes().to_vec())
     };
     // F.linear(rand(2, 3, 4), rand(4), rand(())): a 0-dim bias is not fused.
     assert_eq!(
@@ -316,9 +318,11 @@ fn linear_picks_pytorchs_path_for_a_bias() {
     assert_eq!(r, vec![2, 2, 3, 5]);
     // F.linear(rand(4, 3, 2).permute(2, 1, 0), rand(5, 3), rand(5)): not contiguous, so
     // matmul's bmm reports the mismatch.
-    let x = rand(&[4, 3, 2])
-        .as_strided_view(&[2, 3, 4], &[1, 2, 6], 0)
-        .unwrap();
+    let x = support::to_target(
+        host_rand(&[4, 3, 2])
+            .as_strided_view(&[2, 3, 4], &[1, 2, 6], 0)
+            .unwrap(),
+    );
     let e = linear(&x, &rand(&[5, 3]), &rand(&[5])).unwrap_err();
     assert_eq!(
         e.message(),

@@ -20,6 +20,20 @@ use switchyard_core::{Device, Result, Tensor};
 use switchyard_cpu::native;
 use switchyard_ops::{meta, op};
 
+/// The operators of the fixture's kernel cases (the others are composites).
+const KERNEL_OPS: &[&str] = &[
+    "mse_loss",
+    "nll_loss_forward",
+    "avg_pool2d",
+    "max_pool2d_with_indices",
+    "native_layer_norm",
+];
+
+/// Whether `case` is a kernel case (its operator one of [`KERNEL_OPS`]).
+fn is_kernel_case(case: &Value) -> bool {
+    KERNEL_OPS.contains(&case["op"].as_str().unwrap())
+}
+
 /// Runs a kernel case of the fixture; `None` for the composite operators tested through the
 /// dispatcher.
 fn run(case: &Value) -> Option<Result<Vec<Tensor>>> {
@@ -30,6 +44,9 @@ fn run(case: &Value) -> Option<Result<Vec<Tensor>>> {
 /// function alone: the Meta kernel the generator builds from it; `native_layer_norm` through
 /// the dispatcher).
 fn run_on(case: &Value, on_meta: bool) -> Option<Result<Vec<Tensor>>> {
+    if !on_meta && !support::on_cpu() {
+        return run_dispatched(case);
+    }
     let op = case["op"].as_str().unwrap();
     let variant = Variant::parse(case["variant"].as_str().unwrap());
     let place = |t: &Tensor| if on_meta { to_meta(t) } else { t.clone() };
@@ -132,6 +149,89 @@ fn run_on(case: &Value, on_meta: bool) -> Option<Result<Vec<Tensor>>> {
     })
 }
 
+/// Runs a kernel case through the dispatcher, the path of a target other than the CPU (whose
+/// kernels are reached only that way): the same arguments, the overload of the variant.
+fn run_dispatched(case: &Value) -> Option<Result<Vec<Tensor>>> {
+    let op_name = case["op"].as_str().unwrap();
+    let variant = Variant::parse(case["variant"].as_str().unwrap());
+    let a = support::args(case);
+    let outs = support::outs(case);
+    let one = |r: Result<Tensor>| r.map(|t| vec![t]);
+    let two = |r: Result<(Tensor, Tensor)>| r.map(|(x, y)| vec![x, y]);
+    Some(match (op_name, variant) {
+        ("mse_loss", Variant::Out) => one(op::mse_loss_out::call(
+            a[0].tensor(),
+            a[1].tensor(),
+            a[2].int(),
+            &outs[0],
+        )),
+        ("mse_loss", _) => one(op::mse_loss::call(a[0].tensor(), a[1].tensor(), a[2].int())),
+        ("nll_loss_forward", Variant::Out) => two(op::nll_loss_forward_output::call(
+            a[0].tensor(),
+            a[1].tensor(),
+            a[2].opt_tensor(),
+            a[3].int(),
+            a[4].int(),
+            &outs[0],
+            &outs[1],
+        )),
+        ("nll_loss_forward", _) => two(op::nll_loss_forward::call(
+            a[0].tensor(),
+            a[1].tensor(),
+            a[2].opt_tensor(),
+            a[3].int(),
+            a[4].int(),
+        )),
+        ("avg_pool2d", Variant::Out) => one(op::avg_pool2d_out::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].ints(),
+            a[3].ints(),
+            a[4].boolean(),
+            a[5].boolean(),
+            a[6].opt_int(),
+            &outs[0],
+        )),
+        ("avg_pool2d", _) => one(op::avg_pool2d::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].ints(),
+            a[3].ints(),
+            a[4].boolean(),
+            a[5].boolean(),
+            a[6].opt_int(),
+        )),
+        ("max_pool2d_with_indices", Variant::Out) => two(op::max_pool2d_with_indices_out::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].ints(),
+            a[3].ints(),
+            a[4].ints(),
+            a[5].boolean(),
+            &outs[0],
+            &outs[1],
+        )),
+        ("max_pool2d_with_indices", _) => two(op::max_pool2d_with_indices::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].ints(),
+            a[3].ints(),
+            a[4].ints(),
+            a[5].boolean(),
+        )),
+        ("native_layer_norm", Variant::Functional) => op::native_layer_norm::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].opt_tensor(),
+            a[3].opt_tensor(),
+            a[4].float(),
+        )
+        .map(|(y, m, r)| vec![y, m, r]),
+        ("native_layer_norm", v) => panic!("no native_layer_norm {v:?} overload"),
+        _ => return None,
+    })
+}
+
 /// The impl of a structured kernel case: nothing on Meta (a Meta kernel is its meta function).
 fn on_meta_or(on_meta: bool, imp: impl FnOnce() -> Result<()>) -> Result<()> {
     if on_meta { Ok(()) } else { imp() }
@@ -141,13 +241,15 @@ fn on_meta_or(on_meta: bool, imp: impl FnOnce() -> Result<()>) -> Result<()> {
 /// computing kernel can raise (`support::cpu_only_error`).
 #[test]
 fn nn_kernels_fail_on_meta_as_on_cpu() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    // Meta kernels against the CPU's errors: the lazy device's errors are
+    // `nn_kernels_match_pytorch`'s there.
+    if support::cpu_only(support::CpuOnly::Meta) {
+        return;
     }
     let fixture = support::fixture("nn.json");
     let cases: Vec<Value> = support::cases(&fixture)
         .iter()
-        .filter(|c| run(c).is_some())
+        .filter(|c| is_kernel_case(c))
         .cloned()
         .collect();
     let (checked, failures) = support::meta_error_parity(&cases, |c| run_on(c, true).unwrap());
@@ -157,13 +259,10 @@ fn nn_kernels_fail_on_meta_as_on_cpu() {
 
 #[test]
 fn nn_kernels_match_pytorch() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
     let fixture = support::fixture("nn.json");
     let kernel_cases: Vec<Value> = support::cases(&fixture)
         .iter()
-        .filter(|c| run(c).is_some())
+        .filter(|c| is_kernel_case(c))
         .cloned()
         .collect();
     assert!(kernel_cases.len() > 200);
@@ -277,8 +376,8 @@ fn nn_composites_match_pytorch() {
 /// where PyTorch errors (value-dependent errors such as out-of-range targets aside).
 #[test]
 fn nn_composites_on_meta() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    if support::cpu_only(support::CpuOnly::Meta) {
+        return;
     }
     let fixture = support::fixture("nn.json");
     for case in support::cases(&fixture) {
@@ -334,15 +433,15 @@ fn nn_composites_on_meta() {
 /// `1 / (1 - p)` (mask true), and about `1 - p` of them are kept.
 #[test]
 fn dropout_masks_and_scales() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
+    let _serial = support::serial();
     let n = 20_000usize;
-    let x = Tensor::from_vec(
+    let host_x = Tensor::from_vec(
         (0..n).map(|i| (i % 17) as f32 + 1.0).collect::<Vec<_>>(),
         &[n as i64],
     )
     .unwrap();
+    let x = support::to_target(host_x.clone());
+    let read = |t: &Tensor| support::host(t).to_f64_vec().unwrap();
     for dtype in [
         switchyard_core::ScalarType::Float,
         switchyard_core::ScalarType::Double,
@@ -351,11 +450,7 @@ fn dropout_masks_and_scales() {
         let (out, mask) = op::native_dropout::call(&x, 0.3, Some(true)).unwrap();
         assert_eq!(out.dtype(), dtype);
         assert_eq!(mask.dtype(), switchyard_core::ScalarType::Bool);
-        let (xv, ov, mv) = (
-            x.to_f64_vec().unwrap(),
-            out.to_f64_vec().unwrap(),
-            mask.to_f64_vec().unwrap(),
-        );
+        let (xv, ov, mv) = (host_x.to_f64_vec().unwrap(), read(&out), read(&mask));
         let kept = mv.iter().filter(|m| **m != 0.0).count() as f64 / n as f64;
         assert!((kept - 0.7).abs() < 0.02, "kept fraction {kept}");
         for ((x, o), m) in xv.iter().zip(&ov).zip(&mv) {
@@ -363,22 +458,17 @@ fn dropout_masks_and_scales() {
             assert!((o - want).abs() <= 1e-6 * want.abs(), "{o} vs {want}");
         }
         let y = op::dropout::call(&x, 0.3, true).unwrap();
-        let zeros = y
-            .to_f64_vec()
-            .unwrap()
-            .iter()
-            .filter(|v| **v == 0.0)
-            .count() as f64
-            / n as f64;
+        let zeros = read(&y).iter().filter(|v| **v == 0.0).count() as f64 / n as f64;
         assert!((zeros - 0.3).abs() < 0.02);
     }
     // dropout_ writes into self; eval mode leaves it alone.
-    let t = x.clone();
-    let before = t.to_f64_vec().unwrap();
+    // (A copy of its own: a CPU tensor's clone() is a handle to the same memory.)
+    let t = support::to_target(op::clone::call(&host_x, None).unwrap());
+    let before = host_x.to_f64_vec().unwrap();
     op::dropout_::call(&t, 0.5, false).unwrap();
-    assert_eq!(t.to_f64_vec().unwrap(), before);
+    assert!(read(&t) == before, "eval-mode dropout_ changed its input");
     op::dropout_::call(&t, 0.5, true).unwrap();
-    let after = t.to_f64_vec().unwrap();
+    let after = read(&t);
     assert!(
         after
             .iter()
@@ -386,9 +476,13 @@ fn dropout_masks_and_scales() {
             .all(|(a, b)| *a == 0.0 || *a == b * 2.0)
     );
     assert!(after.contains(&0.0));
-    // Eval-mode dropout returns its input itself.
+    assert!(after.iter().any(|a| *a != 0.0));
+    // Eval-mode dropout returns its input itself (on the CPU, the same memory).
     let same = op::dropout::call(&x, 0.5, false).unwrap();
-    assert!(same.is_alias_of(&x));
+    assert!(read(&same) == before, "eval-mode dropout changed its input");
+    if support::on_cpu() {
+        assert!(same.is_alias_of(&x));
+    }
 }
 
 /// `native_layer_norm` on `Float` (the multiversioned row kernel, rows split among threads
@@ -401,8 +495,10 @@ fn dropout_masks_and_scales() {
 ///   misses the rstd bound by orders of magnitude on the offset rows).
 #[test]
 fn layer_norm_float_rows_match_double() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    // The row kernel's own choices (rows split among threads above the grain size, its
+    // vector widths) against a serial f64 computation; the lazy device runs this kernel.
+    if support::cpu_only(support::CpuOnly::Kernel) {
+        return;
     }
     let u = f64::from(f32::EPSILON) / 2.0;
     for n in [1usize, 7, 17, 33, 1023] {
@@ -512,8 +608,9 @@ fn layer_norm_float_rows_match_double() {
 /// the bits the same row gets on its own (a small output, stored the ordinary way).
 #[test]
 fn large_layer_norm_outputs_match_small_ones() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    // The kernel's streaming stores above 8 MiB, a choice of the CPU kernel.
+    if support::cpu_only(support::CpuOnly::Kernel) {
+        return;
     }
     let (rows, n) = (2050usize, 1025usize);
     assert!(rows * n * 4 >= 8 << 20);
@@ -557,8 +654,9 @@ fn large_layer_norm_outputs_match_small_ones() {
 /// bias, all three empty.
 #[test]
 fn layer_norm_of_empty_views_past_their_storage() {
-    if !support::on_cpu() {
-        return; // a CPU kernel's memory handling
+    // A view whose offset lies past its storage: CPU storage's geometry.
+    if support::cpu_only(support::CpuOnly::Storage) {
+        return;
     }
     let base = Tensor::from_vec(vec![0.0f32; 4], &[4]).unwrap();
     let v = base.as_strided_view(&[1, 0], &[0, 1], 9).unwrap();
@@ -585,19 +683,28 @@ fn layer_norm_of_empty_views_past_their_storage() {
 /// takes no backend and is computed. Messages as PyTorch 2.15 prints them.
 #[test]
 fn convolution_dtype_refusals_name_pytorchs_backend() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
     use switchyard_core::{ErrorKind, ScalarType};
+    let _serial = support::serial();
+    // A zero tensor on `device` (the CPU's moved to the target).
+    let zeros_on = |sizes: &[i64], dtype: ScalarType, device: Device| {
+        let t = Tensor::allocate(sizes, dtype, Device::CPU).unwrap();
+        op::zero_::call(&t).unwrap();
+        if device == Device::META {
+            Tensor::allocate(sizes, dtype, device).unwrap()
+        } else {
+            support::to_target(t)
+        }
+    };
+    // The call, synced (its errors, at the call or the sync, are the call's).
     let conv = |dtype: ScalarType, d: usize, transposed: bool, dilation: i64, n: i64, device| {
         let mut xs = vec![n, 2];
         xs.extend(std::iter::repeat_n(5, d));
         let mut ws = vec![2, 2];
         ws.extend(std::iter::repeat_n(2, d));
-        let x = Tensor::allocate(&xs, dtype, device).unwrap();
-        let w = Tensor::allocate(&ws, dtype, device).unwrap();
+        let x = zeros_on(&xs, dtype, device);
+        let w = zeros_on(&ws, dtype, device);
         let (ones, zeros) = (vec![1; d], vec![0; d]);
-        op::convolution::call(
+        let r = op::convolution::call(
             &x,
             &w,
             None,
@@ -607,7 +714,12 @@ fn convolution_dtype_refusals_name_pytorchs_backend() {
             transposed,
             &zeros,
             1,
-        )
+        );
+        if device == Device::META {
+            r
+        } else {
+            support::finish_one(r)
+        }
     };
     use ScalarType::*;
     let refused = [
@@ -668,11 +780,12 @@ fn convolution_dtype_refusals_name_pytorchs_backend() {
             "\"slow_conv_transpose3d_out_cpu\" not implemented for 'Char'",
         ),
     ];
+    // The CPU device stands for the target's (`zeros_on`).
     for device in [Device::CPU, Device::META] {
         for (dtype, d, transposed, dilation, message) in refused {
             let e = conv(dtype, d, transposed, dilation, 1, device).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::NotImplementedError, "{e}");
-            assert_eq!(e.message(), message);
+            assert_eq!(e.message(), message, "{device:?}");
             // An empty batch is computed.
             let r = conv(dtype, d, transposed, dilation, 0, device).unwrap();
             assert_eq!((r.dtype(), r.size(0).unwrap()), (dtype, 0));
@@ -690,10 +803,19 @@ fn convolution_dtype_refusals_name_pytorchs_backend() {
         }
     }
     // `conv2d`, the composite over it: the same refusal.
-    let x = Tensor::allocate(&[1, 2, 4, 4], Bool, Device::CPU).unwrap();
-    let w = Tensor::allocate(&[3, 2, 2, 2], Bool, Device::CPU).unwrap();
-    let b = Tensor::allocate(&[3], Bool, Device::CPU).unwrap();
-    let e = op::conv2d::call(&x, &w, Some(&b), &[1, 1], &[0, 0], &[1, 1], 1).unwrap_err();
+    let x = zeros_on(&[1, 2, 4, 4], Bool, Device::CPU);
+    let w = zeros_on(&[3, 2, 2, 2], Bool, Device::CPU);
+    let b = zeros_on(&[3], Bool, Device::CPU);
+    let e = support::finish_one(op::conv2d::call(
+        &x,
+        &w,
+        Some(&b),
+        &[1, 1],
+        &[0, 0],
+        &[1, 1],
+        1,
+    ))
+    .unwrap_err();
     assert_eq!(
         e.message(),
         "\"slow_conv2d_cpu\" not implemented for 'Bool'"

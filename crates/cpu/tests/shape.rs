@@ -289,8 +289,8 @@ const META_CAPABLE: &[&str] = &[
 
 #[test]
 fn meta_tensors_get_pytorch_shapes_and_dtypes() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    if support::cpu_only(support::CpuOnly::Meta) {
+        return;
     }
     let mut failures = Vec::new();
     let mut checked = 0;
@@ -329,8 +329,8 @@ fn meta_tensors_get_pytorch_shapes_and_dtypes() {
 
 #[test]
 fn one_hot_on_meta_needs_num_classes() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    if support::cpu_only(support::CpuOnly::Meta) {
+        return;
     }
     let x = Tensor::allocate(&[2, 3], ScalarType::Long, Device::META).unwrap();
     let r = op::one_hot::call(&x, 4).unwrap();
@@ -342,6 +342,16 @@ fn one_hot_on_meta_needs_num_classes() {
         e.message(),
         "Tensor.item() cannot be called on meta tensors"
     );
+}
+
+/// A host tensor on the target (as it is on the CPU).
+fn tgt(t: Tensor) -> Tensor {
+    support::to_target(t)
+}
+
+/// A result's elements as `f64`, read on the host after the target's sync.
+fn read(t: &Tensor) -> Vec<f64> {
+    values(&support::host(t))
 }
 
 /// A contiguous tensor holding the values of `t`.
@@ -364,38 +374,40 @@ fn transposed(rows: i64, cols: i64) -> Tensor {
 
 #[test]
 fn strided_inputs_give_the_contiguous_result() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
-    let x = transposed(5, 7);
-    let xc = contiguous(&x);
-    let same = |f: &dyn Fn(&Tensor) -> Tensor| assert_eq!(values(&f(&x)), values(&f(&xc)));
+    let _serial = support::serial();
+    let host_x = transposed(5, 7);
+    let (x, xc) = (tgt(host_x.clone()), tgt(contiguous(&host_x)));
+    let same = |f: &dyn Fn(&Tensor) -> Tensor| assert_eq!(read(&f(&x)), read(&f(&xc)));
     same(&|t| op::stack::call(&[t.clone(), t.clone()], 1).unwrap());
     same(&|t| op::repeat::call(t, &[2, 1, 3]).unwrap());
     same(&|t| op::constant_pad_nd::call(t, &[1, -2, 0, 3], Scalar::Float(0.5)).unwrap());
     same(&|t| op::logsumexp::call(t, &[0], false).unwrap());
     same(&|t| op::sort::call(t, 0, true).unwrap().0);
     same(&|t| op::max_other::call(t, &xc).unwrap());
-    let idx = Tensor::from_vec(vec![4i64, 0, 2, 2], &[2, 2]).unwrap();
+    let idx = tgt(Tensor::from_vec(vec![4i64, 0, 2, 2], &[2, 2]).unwrap());
     same(&|t| op::embedding::call(t, &idx, -1, false, false).unwrap());
-    let target = Tensor::from_slice(&[1i64, 0, 6, 2, 2]).unwrap();
+    let target = tgt(Tensor::from_slice(&[1i64, 0, 6, 2, 2]).unwrap());
     same(&|t| op::cross_entropy_loss::call(t, &target, None, 0, -100, 0.1).unwrap());
     let (_, i_strided) = op::sort::call(&x, 1, false).unwrap();
     let (_, i_contig) = op::sort::call(&xc, 1, false).unwrap();
-    assert_eq!(int_values(&i_strided), int_values(&i_contig));
+    assert_eq!(
+        int_values(&support::host(&i_strided)),
+        int_values(&support::host(&i_contig))
+    );
 }
 
 #[test]
 fn out_variants_equal_functional() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
-    let x = transposed(4, 6);
-    let empty = || Tensor::allocate(&[0], ScalarType::Float, Device::CPU).unwrap();
+    let _serial = support::serial();
+    let host_x = transposed(4, 6);
+    let x = tgt(host_x.clone());
+    let empty = || tgt(Tensor::allocate(&[0], ScalarType::Float, Device::CPU).unwrap());
     let check = |f: Tensor, o: Tensor| {
         assert_eq!(f.sizes(), o.sizes());
-        assert_eq!(values(&f), values(&o));
+        assert_eq!(read(&f), read(&o));
     };
+    // Every fourth element from the second: a strided view of `x`'s storage.
+    let every_fourth = || tgt(host_x.as_strided_view(&[6], &[4], 1).unwrap());
     let o = empty();
     op::stack_out::call(&[x.clone(), x.clone()], -1, &o).unwrap();
     check(op::stack::call(&[x.clone(), x.clone()], -1).unwrap(), o);
@@ -414,37 +426,35 @@ fn out_variants_equal_functional() {
     let o = empty();
     op::min_out::call(
         &x,
-        &contiguous(&x.as_strided_view(&[6], &[4], 1).unwrap()),
+        &tgt(contiguous(&host_x.as_strided_view(&[6], &[4], 1).unwrap())),
         &o,
     )
     .unwrap();
-    check(
-        op::min_other::call(&x, &x.as_strided_view(&[6], &[4], 1).unwrap()).unwrap(),
-        o,
-    );
+    check(op::min_other::call(&x, &every_fourth()).unwrap(), o);
     let (v, i) = (
         empty(),
-        Tensor::allocate(&[0], ScalarType::Long, Device::CPU).unwrap(),
+        tgt(Tensor::allocate(&[0], ScalarType::Long, Device::CPU).unwrap()),
     );
     op::sort_values::call(&x, 0, true, &v, &i).unwrap();
     let (fv, fi) = op::sort::call(&x, 0, true).unwrap();
-    assert_eq!(int_values(&fi), int_values(&i));
+    assert_eq!(
+        int_values(&support::host(&fi)),
+        int_values(&support::host(&i))
+    );
     check(fv, v);
 }
 
 #[test]
 fn free_functions_and_methods_reach_the_same_kernels() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
-    let x = transposed(3, 4);
+    let _serial = support::serial();
+    let x = tgt(transposed(3, 4));
     let r = switchyard_ops::stack(&[x.clone(), x.clone()]).unwrap();
     assert_eq!(r.sizes().as_slice(), &[2, 3, 4]);
-    let r = switchyard_ops::one_hot(&Tensor::from_slice(&[2i64, 0]).unwrap()).unwrap();
-    assert_eq!(int_values(&r), vec![0, 0, 1, 1, 0, 0]);
+    let r = switchyard_ops::one_hot(&tgt(Tensor::from_slice(&[2i64, 0]).unwrap())).unwrap();
+    assert_eq!(int_values(&support::host(&r)), vec![0, 0, 1, 1, 0, 0]);
     let r = switchyard_ops::logsumexp(&x, &[1]).unwrap();
     assert_eq!(
-        values(&r),
-        values(&op::logsumexp::call(&x, &[1], false).unwrap())
+        read(&r),
+        read(&op::logsumexp::call(&x, &[1], false).unwrap())
     );
 }

@@ -377,8 +377,8 @@ fn every_case_matches_pytorch() {
 
 #[test]
 fn operators_work_on_meta_tensors() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    if support::cpu_only(support::CpuOnly::Meta) {
+        return;
     }
     let fixture = support::fixture("unary.json");
     let mut checked = 0;
@@ -444,8 +444,8 @@ fn operators_work_on_meta_tensors() {
 /// 'Long'`).
 #[test]
 fn errors_on_meta_tensors_are_the_cpu_errors() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
+    if support::cpu_only(support::CpuOnly::Meta) {
+        return;
     }
     let fixture = support::fixture("unary.json");
     let cases: Vec<Value> = support::cases(&fixture)
@@ -481,12 +481,13 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 /// out= equals functional; large inputs (threaded fast path) equal small ones elementwise.
 #[test]
 fn layouts_and_variants_agree() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
+    let _serial = support::serial();
     use switchyard_ops::op;
     let n = 3 * 32_768 + 17;
-    let x = Tensor::from_vec(values(n, 7), &[n as i64]).unwrap();
+    let host_x = Tensor::from_vec(values(n, 7), &[n as i64]).unwrap();
+    let x = support::to_target(host_x.clone());
+    // A result's elements, read on the host after the target's sync.
+    let f32s = |t: &Tensor| support::host(t).to_vec::<f32>().unwrap();
     type Unary = fn(&Tensor) -> Result<Tensor>;
     let ops: [(&str, Unary, Unary); 6] = [
         ("exp", op::exp::call, op::exp_::call),
@@ -497,14 +498,14 @@ fn layouts_and_variants_agree() {
         ("abs", op::abs::call, op::abs_::call),
     ];
     for (name, functional, inplace) in ops {
-        let full = functional(&x).unwrap().to_vec::<f32>().unwrap();
+        let full = f32s(&functional(&x).unwrap());
         // Elementwise on small pieces (the single-threaded path) gives the same bits.
-        let head = x.as_strided_view(&[100], &[1], 5).unwrap();
-        let small = functional(&head).unwrap().to_vec::<f32>().unwrap();
+        let head = support::to_target(host_x.as_strided_view(&[100], &[1], 5).unwrap());
+        let small = f32s(&functional(&head).unwrap());
         assert_eq!(small.as_slice(), &full[5..105], "{name}");
         // A strided view (general engine) gives the same bits as the contiguous path.
-        let strided = x.as_strided_view(&[1000], &[3], 1).unwrap();
-        let got = functional(&strided).unwrap().to_vec::<f32>().unwrap();
+        let strided = support::to_target(host_x.as_strided_view(&[1000], &[3], 1).unwrap());
+        let got = f32s(&functional(&strided).unwrap());
         let want: Vec<f32> = (0..1000).map(|i| full[1 + 3 * i]).collect();
         assert_eq!(got, want, "{name} strided");
         // In place on a copy, and on a transposed view.
@@ -512,51 +513,51 @@ fn layouts_and_variants_agree() {
         op::copy_::call(&copy, &x, false).unwrap();
         let r = inplace(&copy).unwrap();
         assert!(r.is_same(&copy));
-        assert_eq!(copy.to_vec::<f32>().unwrap(), full, "{name}_");
+        assert_eq!(f32s(&copy), full, "{name}_");
         let m = Tensor::from_vec(values(12, 3), &[3, 4]).unwrap();
-        let mt = m.as_strided_view(&[4, 3], &[1, 4], 0).unwrap();
-        let want = functional(&mt).unwrap().to_vec::<f32>().unwrap();
+        let mt = support::to_target(m.as_strided_view(&[4, 3], &[1, 4], 0).unwrap());
+        let want = f32s(&functional(&mt).unwrap());
         inplace(&mt).unwrap();
-        assert_eq!(mt.to_vec::<f32>().unwrap(), want, "{name}_ transposed");
+        assert_eq!(f32s(&mt), want, "{name}_ transposed");
     }
     // out= of a wider dtype: computed in f32, stored as f64.
-    let out = Tensor::allocate(&[0], ScalarType::Double, Device::CPU).unwrap();
+    let out = support::to_target(Tensor::allocate(&[0], ScalarType::Double, Device::CPU).unwrap());
     op::exp_out::call(&x, &out).unwrap();
-    let want: Vec<f64> = op::exp::call(&x)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap()
+    let want: Vec<f64> = f32s(&op::exp::call(&x).unwrap())
         .into_iter()
         .map(f64::from)
         .collect();
-    assert_eq!(out.to_vec::<f64>().unwrap(), want);
+    assert_eq!(support::host(&out).to_vec::<f64>().unwrap(), want);
 }
 
 #[test]
 fn free_functions_and_methods_reach_the_kernels() {
-    if !support::on_cpu() {
-        return; // host-side checks or direct kernel calls: the CPU run covers them
-    }
-    let x = Tensor::from_vec(vec![-1.0f32, 0.0, 2.0], &[3]).unwrap();
+    let _serial = support::serial();
+    let x = support::to_target(Tensor::from_vec(vec![-1.0f32, 0.0, 2.0], &[3]).unwrap());
+    let host = |r: Result<Tensor>| support::host(&r.unwrap());
     assert_eq!(
-        switchyard_ops::relu(&x).unwrap().to_vec::<f32>().unwrap(),
+        host(switchyard_ops::relu(&x)).to_vec::<f32>().unwrap(),
         vec![0.0, 0.0, 2.0]
     );
     assert_eq!(
         switchyard_ops::gelu_with(&x, "tanh").unwrap().dtype(),
         ScalarType::Float
     );
-    let nan = Tensor::from_vec(vec![f64::NAN, f64::INFINITY, -1.0], &[3]).unwrap();
+    let nan =
+        support::to_target(Tensor::from_vec(vec![f64::NAN, f64::INFINITY, -1.0], &[3]).unwrap());
     assert_eq!(
-        switchyard_ops::nan_to_num_with(&nan, None, None, Some(-5.0))
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap(),
+        host(switchyard_ops::nan_to_num_with(
+            &nan,
+            None,
+            None,
+            Some(-5.0)
+        ))
+        .to_vec::<f64>()
+        .unwrap(),
         vec![0.0, f64::MAX, -1.0]
     );
     assert_eq!(
-        switchyard_ops::isfinite(&nan)
-            .unwrap()
+        host(switchyard_ops::isfinite(&nan))
             .to_vec::<bool>()
             .unwrap(),
         vec![false, false, true]

@@ -504,38 +504,51 @@ fn reshape_is_view_or_copy_with_same_elements() {
     }
 }
 
-/// A strided view gives the same elements as its contiguous copy, for every view op.
+/// A strided view gives the same elements as its contiguous copy, for every view op (through
+/// the dispatcher, on the target's tensors).
 #[test]
 fn views_of_strided_inputs_equal_views_of_contiguous_copies() {
-    if cpu_only(CpuOnly::Handwritten) {
-        return;
-    }
-    let base = Tensor::from_vec((0..60).collect::<Vec<i32>>(), &[3, 4, 5]).unwrap();
-    let strided = ops::slice(
-        &ops::permute(&base, &[2, 0, 1]).unwrap(),
+    use switchyard_ops::op;
+    let _serial = serial();
+    let base = to_target(Tensor::from_vec((0..60).collect::<Vec<i32>>(), &[3, 4, 5]).unwrap());
+    let strided = op::slice_Tensor::call(
+        &op::permute::call(&base, &[2, 0, 1]).unwrap(),
         0,
         Some(1),
         None,
         2,
     )
     .unwrap();
-    let dense = ops::clone(&strided, Some(MemoryFormat::Contiguous)).unwrap();
+    let dense = op::clone::call(&strided, Some(MemoryFormat::Contiguous)).unwrap();
     assert!(!strided.is_contiguous() && dense.is_contiguous());
+    // torch.arange(60).reshape(3, 4, 5).permute(2, 0, 1)[1::2]: elements 5k + j for
+    // j in (1, 3), k in 0..12, row-major.
+    let expected: Vec<i32> = [1, 3]
+        .iter()
+        .flat_map(|j| (0..12).map(move |k| 5 * k + j))
+        .collect();
+    assert_eq!(host(&strided).to_vec::<i32>().unwrap(), expected);
+    assert_eq!(host(&dense).to_vec::<i32>().unwrap(), expected);
     type ViewFn = fn(&Tensor) -> Result<Tensor>;
     let views: [ViewFn; 8] = [
-        |t| ops::transpose(t, 0, 2),
-        |t| ops::diagonal(t, 1, 1, 2),
-        |t| ops::select(t, 1, -1),
-        |t| ops::unfold(t, 2, 2, 1),
-        |t| ops::expand(&ops::unsqueeze(t, 0)?, &[2, -1, -1, -1], false),
-        |t| ops::narrow(t, 2, 1, 2),
-        |t| ops::movedim_int(t, 0, 2),
-        |t| ops::flatten(t, 1, 2),
+        |t| op::transpose_int::call(t, 0, 2),
+        |t| op::diagonal::call(t, 1, 1, 2),
+        |t| op::select_int::call(t, 1, -1),
+        |t| op::unfold::call(t, 2, 2, 1),
+        |t| op::expand::call(&op::unsqueeze::call(t, 0)?, &[2, -1, -1, -1], false),
+        |t| op::narrow::call(t, 2, 1, 2),
+        |t| op::movedim_int::call(t, 0, 2),
+        |t| op::flatten_using_ints::call(t, 1, 2),
     ];
-    for f in views {
+    for (i, f) in views.iter().enumerate() {
         let a = f(&strided).unwrap();
         let b = f(&dense).unwrap();
-        assert_eq!(a.sizes(), b.sizes());
-        assert_eq!(a.to_vec::<i32>().unwrap(), b.to_vec::<i32>().unwrap());
+        assert_eq!(a.sizes(), b.sizes(), "view {i}");
+        let (a, b) = (host(&a), host(&b));
+        assert_eq!(
+            a.to_vec::<i32>().unwrap(),
+            b.to_vec::<i32>().unwrap(),
+            "view {i}"
+        );
     }
 }

@@ -1,8 +1,11 @@
 //! `lift`, `lift_fresh`, `lift_fresh_copy` (with their out= overloads) and
-//! `set_.source_Tensor` / `set.source_Tensor` through the dispatcher, on CPU and Meta tensors.
-//! Expected values, geometries and messages are PyTorch 2.15's, recorded by hand from `torch`.
+//! `set_.source_Tensor` / `set.source_Tensor` through the dispatcher, on the target's tensors
+//! (CPU or lazy) and Meta tensors. Expected values, geometries and messages are PyTorch
+//! 2.15's, recorded by hand from `torch`.
 
-use super::views_support::{CpuOnly, cpu_only};
+use super::views_support::{
+    CpuOnly, cpu_only, finish_one, host, known_difference, on_cpu, serial, to_target,
+};
 use switchyard_core::{Device, ScalarType, Tensor};
 use switchyard_ops::op;
 
@@ -69,39 +72,49 @@ fn lift_and_lift_fresh_share_data_and_geometry() {
 
 #[test]
 fn lift_fresh_copy_is_a_contiguous_copy() {
-    if cpu_only(CpuOnly::Handwritten) {
-        return;
-    }
-    let t = transposed();
+    let _serial = serial();
+    let t = to_target(transposed());
     let r = op::lift_fresh_copy::call(&t).unwrap();
     // torch: strides (2, 1), a new data_ptr.
-    assert_eq!(geometry(&r), (vec![3, 2], vec![2, 1], 0));
-    assert!(!r.is_alias_of(&t));
-    assert!(!r.version_counter().is_shared_with(t.version_counter()));
+    assert_eq!(r.sizes().as_slice(), &[3, 2]);
+    if known_difference(
+        "lift_fresh_copy of a functional tensor",
+        &serde_json::Value::Null,
+    )
+    .is_none()
+    {
+        assert_eq!(r.strides().as_slice(), &[2, 1]);
+    }
+    if on_cpu() {
+        // Memory and its version counter: a lazy tensor has neither to share.
+        assert_eq!(r.storage_offset(), 0);
+        assert!(!r.is_alias_of(&t));
+        assert!(!r.version_counter().is_shared_with(t.version_counter()));
+    }
     assert_eq!(
-        r.to_vec::<f32>().unwrap(),
+        host(&r).to_vec::<f32>().unwrap(),
         vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
     );
+    // A write to the copy leaves the input as it was.
     op::fill__Scalar::call(&r, 1.0.into()).unwrap();
+    assert_eq!(host(&r).to_vec::<f32>().unwrap(), vec![1.0; 6]);
     assert_eq!(
-        t.to_vec::<f32>().unwrap(),
+        host(&t).to_vec::<f32>().unwrap(),
         vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
     );
     // torch.ops.aten.lift_fresh_copy(torch.tensor(3)) / of a bool tensor.
-    let s = Tensor::from_vec(vec![3i64], &[]).unwrap();
+    let s = to_target(Tensor::from_vec(vec![3i64], &[]).unwrap());
     let r = op::lift_fresh_copy::call(&s).unwrap();
-    assert_eq!((r.dim(), r.item::<i64>().unwrap()), (0, 3));
-    let b = Tensor::from_vec(vec![true, false], &[2]).unwrap();
+    assert_eq!((r.dim(), host(&r).item::<i64>().unwrap()), (0, 3));
+    let b = to_target(Tensor::from_vec(vec![true, false], &[2]).unwrap());
     let r = op::lift_fresh_copy::call(&b).unwrap();
-    assert_eq!(r.to_vec::<bool>().unwrap(), vec![true, false]);
+    assert_eq!(host(&r).to_vec::<bool>().unwrap(), vec![true, false]);
 }
 
 #[test]
 fn lift_out_and_lift_fresh_copy_out() {
-    if cpu_only(CpuOnly::Handwritten) {
-        return;
-    }
-    let t = transposed();
+    let _serial = serial();
+    let t = to_target(transposed());
     let expected = vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0];
     // An out of the wrong size is resized (torch warns): strides (2, 1).
     for (name, out) in [
@@ -114,26 +127,43 @@ fn lift_out_and_lift_fresh_copy_out() {
             Tensor::allocate(&[3, 2], ScalarType::Float, Device::CPU).unwrap(),
         ),
     ] {
+        let out = to_target(out);
         let r = if name == "lift.out" {
             op::lift_out::call(&t, &out).unwrap()
         } else {
             op::lift_fresh_copy_out::call(&t, &out).unwrap()
         };
         assert!(r.is_same(&out), "{name}");
-        assert_eq!(geometry(&out), (vec![3, 2], vec![2, 1], 0), "{name}");
-        assert_eq!(out.to_vec::<f32>().unwrap(), expected, "{name}");
-        assert!(!out.is_alias_of(&t), "{name}");
+        assert_eq!(
+            (out.sizes().to_vec(), out.strides().to_vec()),
+            (vec![3, 2], vec![2, 1]),
+            "{name}"
+        );
+        assert_eq!(host(&out).to_vec::<f32>().unwrap(), expected, "{name}");
+        if on_cpu() {
+            // Memory: a lazy tensor has none.
+            assert_eq!(out.storage_offset(), 0, "{name}");
+            assert!(!out.is_alias_of(&t), "{name}");
+        }
     }
-    // An out of another dtype: torch's message.
-    let long = Tensor::allocate(&[0], ScalarType::Long, Device::CPU).unwrap();
-    for e in [
-        op::lift_out::call(&t, &long).unwrap_err(),
-        op::lift_fresh_copy_out::call(&t, &long).unwrap_err(),
-    ] {
-        assert_eq!(e.kind().name(), "RuntimeError");
+    // An out of another dtype: torch's message (the out= overload's own check, which a
+    // functionalizing target does not make: its `known_difference`).
+    for name in ["lift.out wrong dtype", "lift_fresh_copy.out wrong dtype"] {
+        if known_difference(name, &serde_json::Value::Null).is_some() {
+            continue;
+        }
+        let long = to_target(Tensor::allocate(&[0], ScalarType::Long, Device::CPU).unwrap());
+        let e = finish_one(if name.starts_with("lift.out") {
+            op::lift_out::call(&t, &long)
+        } else {
+            op::lift_fresh_copy_out::call(&t, &long)
+        })
+        .unwrap_err();
+        assert_eq!(e.kind().name(), "RuntimeError", "{name}");
         assert_eq!(
             e.message(),
-            "Expected out tensor to have dtype float, but got long int instead"
+            "Expected out tensor to have dtype float, but got long int instead",
+            "{name}"
         );
     }
 }
@@ -197,7 +227,9 @@ fn set_on_meta_takes_the_sources_geometry() {
 
 #[test]
 fn set_errors_are_pytorchs() {
-    if cpu_only(CpuOnly::Handwritten) {
+    // Each case has a Meta tensor (the Meta kernel's checks, and set_ between a Meta and a
+    // CPU tensor); `set_refuses_another_dtype_on_the_target` runs on every target.
+    if cpu_only(CpuOnly::Meta) {
         return;
     }
     let cases = [
@@ -233,6 +265,27 @@ fn set_errors_are_pytorchs() {
         assert_eq!(e.message(), message);
         assert_eq!(geometry(&self_), before, "nothing changes on an error");
     }
+}
+
+/// `set_` with a source of another dtype, both on the target: the dtype is checked first.
+#[test]
+fn set_refuses_another_dtype_on_the_target() {
+    let _serial = serial();
+    // torch.zeros(3).set_(torch.zeros(2, dtype=torch.int64))
+    let self_ = to_target(Tensor::from_vec(vec![0.0f32; 3], &[3]).unwrap());
+    let source = to_target(Tensor::from_vec(vec![0i64; 2], &[2]).unwrap());
+    let e = finish_one(op::set__source_Tensor::call(&self_, &source)).unwrap_err();
+    assert_eq!(e.kind().name(), "RuntimeError");
+    assert_eq!(
+        e.message(),
+        "Could not set tensor of type long int to a tensor of type float"
+    );
+    assert_eq!(
+        self_.sizes().as_slice(),
+        &[3],
+        "nothing changes on an error"
+    );
+    assert_eq!(host(&self_).to_vec::<f32>().unwrap(), vec![0.0; 3]);
 }
 
 #[test]

@@ -119,6 +119,20 @@ pub fn run_on_target(f: impl FnOnce() -> Result<Vec<Tensor>>) -> Result<Vec<Tens
     finish(with_target(f))
 }
 
+/// A host tensor built by hand, on the target (as it is on the CPU): what [`placed`] gives
+/// inside [`with_target`], for tests that build their tensors one by one.
+pub fn to_target(t: Tensor) -> Tensor {
+    with_target(|| placed(t))
+}
+
+/// `t` after a sync of the target, on the host with its sizes and strides (a CPU tensor as it
+/// is), for reading a result's values; panics, naming the target, if the sync fails (an
+/// expected error is [`finish_one`]'s to return).
+pub fn host(t: &Tensor) -> Tensor {
+    finish_one(Ok(t.clone()))
+        .unwrap_or_else(|e| panic!("syncing {} and reading a result: {e}", target_name()))
+}
+
 /// Serialises a test on the target (a no-op on the CPU).
 pub fn serial() -> Box<dyn Any> {
     (crate::TARGET.4)()
@@ -140,9 +154,6 @@ pub enum CpuOnly {
     Kernel,
     /// It runs no operator on tensors (a dtype rule, a schema string).
     NoTensor,
-    /// Its tensors and expectations are written by hand on the CPU (not fixture cases built
-    /// through [`placed`]); moving it to the target is left to do.
-    Handwritten,
 }
 
 /// Whether a test of reason `_why` is skipped here (true off the CPU).

@@ -488,15 +488,22 @@ fn view_copies_and_scatters_match_pytorch_on_cpu_and_meta() {
 /// the strides too.)
 #[test]
 fn narrow_copy_out_follows_the_strides_of_out() {
-    if cpu_only(CpuOnly::Handwritten) {
-        return;
-    }
-    let x = Tensor::from_vec((0..6).map(|v| v as f32).collect(), &[2, 3]).unwrap();
-    let out = op::t::call(&Tensor::from_vec(vec![0.0f32; 4], &[2, 2]).unwrap()).unwrap();
+    let _serial = serial();
+    let x = to_target(Tensor::from_vec((0..6).map(|v| v as f32).collect(), &[2, 3]).unwrap());
+    let out_base = to_target(Tensor::from_vec(vec![0.0f32; 4], &[2, 2]).unwrap());
+    let out = op::t::call(&out_base).unwrap();
     let r = op::narrow_copy_out::call(&x, 1, 1, 2, &out).unwrap();
     assert!(r.is_same(&out));
     assert_eq!(out.strides().as_slice(), &[1, 2]);
-    assert_eq!(out.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 4.0, 5.0]);
+    assert_eq!(
+        host(&out).to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 4.0, 5.0]
+    );
+    // The write went through `out`'s strides into its base: [[1, 4], [2, 5]].
+    assert_eq!(
+        host(&out_base).to_vec::<f32>().unwrap(),
+        vec![1.0, 4.0, 2.0, 5.0]
+    );
     let m = Tensor::allocate(&[2, 3], ScalarType::Float, switchyard_core::Device::META).unwrap();
     let mo = op::t::call(
         &Tensor::allocate(&[2, 2], ScalarType::Float, switchyard_core::Device::META).unwrap(),
