@@ -7,14 +7,14 @@
 //! and the other value reads) waits for the scheduled runs, as does a synchronous sync (its
 //! parameters may be placeholders) and [`wait`] (`wait_device_ops`). Runs are FIFO on one
 //! thread, so a run's parameters that are an earlier run's placeholders are filled when it
-//! starts.
+//! starts. At most [`MAX_PENDING`] runs are in flight: scheduling another waits for the oldest.
 //!
 //! [`DeviceData::tensor`]: crate::data::DeviceData::tensor
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Sender, channel};
-use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// Work for the device thread.
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
@@ -77,13 +77,22 @@ fn finish_one() {
     FINISHED.notify_all();
 }
 
-/// Schedules `job` on the device thread; gives it back when there is no device thread
-/// (the caller then runs it itself).
+/// At most this many runs are scheduled and not finished: scheduling one more first waits
+/// for the oldest, so a caller that traces faster than the device executes holds at most
+/// this many steps' data in flight (one running, one queued).
+const MAX_PENDING: usize = 2;
+
+/// Schedules `job` on the device thread (first waiting while [`MAX_PENDING`] runs are
+/// pending); gives it back when there is no device thread (the caller then runs it itself).
 pub(crate) fn schedule(job: Job) -> std::result::Result<(), Job> {
     let Some(sender) = queue() else {
         return Err(job);
     };
-    *PENDING.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+    {
+        let pending = PENDING.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut pending = wait_while(pending, MAX_PENDING - 1);
+        *pending += 1;
+    }
     sender.send(job).map_err(|e| {
         finish_one();
         e.0
@@ -100,17 +109,27 @@ pub(crate) fn wait() {
     if ON_DEVICE_THREAD.with(Cell::get) {
         return;
     }
-    let mut pending = PENDING.lock().unwrap_or_else(PoisonError::into_inner);
-    if *pending == 0 {
-        return;
+    let pending = PENDING.lock().unwrap_or_else(PoisonError::into_inner);
+    drop(wait_while(pending, 0));
+}
+
+/// Blocks while more than `limit` runs are pending (the caller is idle meanwhile: the device
+/// thread may use every core).
+fn wait_while(
+    mut pending: MutexGuard<'static, usize>,
+    limit: usize,
+) -> MutexGuard<'static, usize> {
+    if *pending <= limit {
+        return pending;
     }
     WAITERS.fetch_add(1, Ordering::SeqCst);
     set_device_threads();
-    while *pending > 0 {
+    while *pending > limit {
         pending = FINISHED
             .wait(pending)
             .unwrap_or_else(PoisonError::into_inner);
     }
     WAITERS.fetch_sub(1, Ordering::SeqCst);
     set_device_threads();
+    pending
 }
