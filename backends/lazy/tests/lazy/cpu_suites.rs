@@ -276,21 +276,7 @@ fn view_copy_difference(name: &str, case: &Value) -> Option<&'static str> {
     None
 }
 
-/// Why `linear.out` fails on lazy (an open bug, not a justified difference): the layer's
-/// kernel for `linear.out` calls the functional `linear` below functionalization, a
-/// CompositeImplicitAutograd decomposition that then makes views (`t`, `view`) of the lazy
-/// backend's storage-less tensors ("Cannot create a strided view of a tensor that has no
-/// storage"). Running such a decomposition above the layer (on the wrappers) is the fix to
-/// make in the functionalization generator (plan §9.2.3).
-const LINEAR_OUT_BUG: &str = "open bug: linear.out decomposes below functionalization";
-
 fn known_difference(name: &str, case: &Value) -> Option<&'static str> {
-    if matches!(
-        name,
-        "linear out bias" | "linear out 3-d bias" | "linear out no bias"
-    ) {
-        return Some(LINEAR_OUT_BUG);
-    }
     if let Some(why) = view_copy_difference(name, case) {
         return Some(why);
     }

@@ -992,8 +992,8 @@ pub(crate) fn functionalize_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dt
         return Ok(out.clone());
     }
     let tmp = {
-        let _below = below();
-        op::softmax_int::call(&self__u, dim, dtype)?
+        let r = switchyard_ops::native::softmax(self_, dim, dtype)?;
+        unwrap_synced(&r)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

@@ -6,7 +6,8 @@
 
 use switchyard_core::{Result, ScalarType, Tensor};
 use switchyard_functionalize::{
-    ReapplyViewsGuard, from_functional, functional_payload, is_functional, sync, to_functional,
+    ReapplyViewsGuard, Remove, from_functional, functional_payload, is_functional,
+    run_functionalized, sync, to_functional, trace,
 };
 use switchyard_ops::TensorOps;
 
@@ -405,4 +406,66 @@ fn composite_views_decompose_at_the_layer() {
     );
     assert_eq!(outs[0].2, vec![11.0, 12.0]);
     assert_eq!(ins[0].2, vec![0.0, 11.0, 12.0, 3.0]);
+}
+
+/// An out= operator whose functional variant is CompositeImplicitAutograd (`linear.out`:
+/// `linear`; `softmax.int_out`: `softmax.int`) runs that decomposition on the wrappers, so the
+/// backend sees the decomposition's own operators (below the layer a composite's views of a
+/// storage-less value fail, as `linear.out` on lazy did); its result is unwrapped and written
+/// into `out`, which is resized as eagerly.
+#[test]
+fn out_of_a_composite_functional_decomposes_on_the_wrappers() {
+    let t = |v: &[f32], shape: &[i64]| Tensor::from_vec(v.to_vec(), shape).unwrap();
+    let linear_plain = &|x: &[Tensor]| {
+        Ok(vec![switchyard_ops::linear_out_with(
+            &x[0],
+            &x[1],
+            Some(&x[2]),
+            &x[3],
+        )?])
+    };
+    let linear: &Program = &|_, x| linear_plain(x);
+    let inputs = [
+        t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]),
+        t(&[1.0, 0.0, 0.0, 1.0, 1.0, 1.0], &[3, 2]),
+        t(&[10.0, 20.0, 30.0], &[3]),
+        switchyard_ops::empty(&[0]).unwrap(),
+    ];
+    let (outs, ins) = check(linear, &inputs);
+    // x @ w^T + b, by hand.
+    let want = vec![11.0, 22.0, 33.0, 13.0, 24.0, 37.0];
+    assert_eq!(outs[0].2, want);
+    assert_eq!((ins[3].0.clone(), ins[3].2.clone()), (vec![2, 3], want));
+    // The decomposition runs at the layer: removing views there turns its `t` into `t_copy`
+    // (run below the layer, the backend would see the view `t`), and `linear` never shows.
+    let f = |x: &[Tensor]| run_functionalized(linear_plain, x, Remove::MutationsAndViews);
+    let g = trace(&f, &copies(&inputs), &["x", "w", "b", "out"])
+        .unwrap()
+        .1;
+    let text = g.to_string();
+    assert!(g.view_nodes().is_empty(), "{text}");
+    assert!(
+        text.contains("t_copy(w)") && text.contains("addmm(b, x, ") && !text.contains("linear"),
+        "{text}"
+    );
+    // `softmax.int` with a dtype: computed in Double, written into a Double `out`.
+    let softmax: &Program = &|_, x| {
+        Ok(vec![switchyard_ops::softmax_out_with(
+            &x[0],
+            1,
+            Some(ScalarType::Double),
+            &x[1],
+        )?])
+    };
+    let (outs, ins) = check(
+        softmax,
+        &[
+            t(&[0.0; 4], &[1, 4]),
+            switchyard_ops::zeros_with(&[1, 4], Some(ScalarType::Double), None, None, None)
+                .unwrap(),
+        ],
+    );
+    assert_eq!(outs[0].2, vec![0.25; 4]);
+    assert_eq!(ins[1].1, ScalarType::Double);
+    assert_eq!(ins[1].2, vec![0.25; 4]);
 }
