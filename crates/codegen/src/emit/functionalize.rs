@@ -89,6 +89,19 @@ pub const VIEWS_WITH_INVERSES: [&str; 16] = [
     "unfold",
 ];
 
+/// out= operators (full names) whose eager kernel computes in `out`'s dtype when no `dtype` is
+/// given (their meta functions' `infer_dtype_from_optional`: a Bool `out` of `sum` over
+/// integers is `any(x != 0)`, not the Long sum cast to Bool), with the helper of
+/// `crates/functionalize/src/support.rs` giving the functional variant that dtype.
+pub const DTYPE_FROM_OUT: [(&str, &str); 6] = [
+    ("sum.IntList_out", "dtype_or_out"),
+    ("prod.int_out", "dtype_or_out"),
+    ("cumsum.out", "dtype_or_out"),
+    ("cumprod.out", "dtype_or_out"),
+    ("mean.out", "mean_dtype_or_out"),
+    ("mean.dtype_out", "mean_dtype_out_dtype"),
+];
+
 /// How many `mutations_<n>.rs` shards the mutation kernels are dealt into.
 pub const MUTATION_SHARDS: usize = 4;
 
@@ -288,10 +301,26 @@ fn functional_args(
             if ma.ty != a.ty {
                 return Err(format!("argument `{}` has another type", a.name));
             }
-            out.push(if wrapped {
+            let expr = if wrapped {
                 arg_name(&ma.name)
             } else {
                 pass_expr(ma)
+            };
+            let from_out = DTYPE_FROM_OUT
+                .iter()
+                .find(|(n, _)| *n == full_name(m))
+                .filter(|_| a.name == "dtype");
+            out.push(match (from_out, &source, m.schema.self_index()) {
+                (Some((_, helper)), Some(src), Some(i)) => {
+                    let self_name = if wrapped {
+                        arg_name(&m.schema.arguments[i].name)
+                    } else {
+                        unwrapped(&m.schema.arguments[i].name)
+                    };
+                    format!("{helper}(&{self_name}, {expr}, &{src})?")
+                }
+                (Some(_), ..) => return Err("a dtype from `out` without `self`".into()),
+                (None, ..) => expr,
             });
             continue;
         }

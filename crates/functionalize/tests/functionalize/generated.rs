@@ -469,3 +469,107 @@ fn out_of_a_composite_functional_decomposes_on_the_wrappers() {
     assert_eq!(ins[1].1, ScalarType::Double);
     assert_eq!(ins[1].2, vec![0.25; 4]);
 }
+
+/// out= reductions and scans that eager computes in `out`'s dtype when no dtype is given
+/// (`sum`, `prod`, `cumsum`, `cumprod`, `mean`: their meta functions'
+/// `infer_dtype_from_optional`) compute in it functionalized too, rather than casting the
+/// functional variant's result (a Long sum, a Float mean) into `out`.
+#[test]
+fn out_reductions_compute_in_the_dtype_of_out() {
+    let long = |v: &[i64]| Tensor::from_slice(v).unwrap();
+    let bools = |shape: &[i64]| {
+        switchyard_ops::zeros_with(shape, Some(ScalarType::Bool), None, None, None).unwrap()
+    };
+    let one = |p: &Program, inputs: &[Tensor]| check(p, inputs).0[0].2.clone();
+    // Bool `out`: `any(x != 0)` and `all(x != 0)`; the Long sum [1, -1] is 0 and the Long
+    // product 2^32 * 2^32 wraps to 0, which cast to Bool would read false.
+    let sum: &Program = &|_, x| {
+        Ok(vec![switchyard_ops::sum_dim_intlist_out_with(
+            &x[0],
+            Some(&[0]),
+            false,
+            None,
+            &x[1],
+        )?])
+    };
+    assert_eq!(one(sum, &[long(&[1, -1]), bools(&[])]), vec![1.0]);
+    let prod: &Program = &|_, x| {
+        Ok(vec![switchyard_ops::prod_dim_int_out_with(
+            &x[0], 0, false, None, &x[1],
+        )?])
+    };
+    assert_eq!(
+        one(prod, &[long(&[1 << 32, 1 << 32]), bools(&[])]),
+        vec![1.0]
+    );
+    // Float `out` of a Long scan: the inputs are converted first ([2^24 + 1, 1] to
+    // [2^24, 1]), so the sums are [2^24, 2^24] (2^24 + 1 rounds to even) where the Long sums
+    // [2^24 + 1, 2^24 + 2] cast to Float read [2^24, 2^24 + 2]; the products of [3, 2^24 + 1]
+    // are [3, 3 * 2^24], not 3 * (2^24 + 1) rounded (3 * 2^24 + 4).
+    let floats = |n: i64| switchyard_ops::zeros(&[n]).unwrap();
+    let cumsum: &Program = &|_, x| Ok(vec![switchyard_ops::cumsum_out(&x[0], 0, &x[1])?]);
+    assert_eq!(
+        one(cumsum, &[long(&[(1 << 24) + 1, 1]), floats(2)]),
+        vec![16_777_216.0, 16_777_216.0]
+    );
+    let cumprod: &Program = &|_, x| Ok(vec![switchyard_ops::cumprod_out(&x[0], 0, &x[1])?]);
+    assert_eq!(
+        one(cumprod, &[long(&[3, (1 << 24) + 1]), floats(2)]),
+        vec![3.0, 50_331_648.0]
+    );
+    // Bool scans have no CPU kernel, eagerly or functionalized.
+    let eager = run(cumsum, &[long(&[1, -1]), bools(&[2])], false).unwrap_err();
+    let f = run(cumsum, &[long(&[1, -1]), bools(&[2])], true).unwrap_err();
+    assert_eq!(f.message(), eager.message());
+    assert_eq!(
+        eager.message(),
+        "\"cumsum_out_cpu\" not implemented for 'Bool'"
+    );
+    // A Double `out` of a Float mean: (2^24 + 1) / 2 in Double; in Float 2^24 + 1 rounds to
+    // 2^24 first.
+    let doubles =
+        switchyard_ops::zeros_with(&[], Some(ScalarType::Double), None, None, None).unwrap();
+    let float = Tensor::from_slice(&[16_777_216.0f32, 1.0]).unwrap();
+    let mean_dim: &Program = &|_, x| {
+        Ok(vec![switchyard_ops::mean_dim_out_with(
+            &x[0],
+            Some(&[0]),
+            false,
+            None,
+            &x[1],
+        )?])
+    };
+    assert_eq!(
+        one(mean_dim, &[Clone::clone(&float), Clone::clone(&doubles)]),
+        vec![8_388_608.5]
+    );
+    let mean: &Program = &|_, x| Ok(vec![switchyard_ops::mean_out(&x[0], &x[1])?]);
+    assert_eq!(
+        one(mean, &[Clone::clone(&float), Clone::clone(&doubles)]),
+        vec![8_388_608.5]
+    );
+    // Eager's errors: a Long `out` of a Float mean, an integral input without a dtype.
+    let long_out = long(&[0]);
+    for (p, inputs, want) in [
+        (
+            mean_dim,
+            [Clone::clone(&float), Clone::clone(&long_out)],
+            "result type Float can't be cast to the desired output type Long",
+        ),
+        (
+            mean,
+            [Clone::clone(&float), Clone::clone(&long_out)],
+            "mean.dtype_out(): input types can't be cast to the desired output type Long",
+        ),
+        (
+            mean_dim,
+            [long(&[1, 2]), Clone::clone(&doubles)],
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Long",
+        ),
+    ] {
+        let eager = run(p, &inputs, false).unwrap_err();
+        let f = run(p, &inputs, true).unwrap_err();
+        assert_eq!(eager.message(), want);
+        assert_eq!(f.message(), want);
+    }
+}
