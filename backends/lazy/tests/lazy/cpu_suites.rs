@@ -160,14 +160,6 @@ const RANDOM_ORDER: &str = "random fill of a non-contiguous tensor: functional r
 /// the value's size; `empty_strided((2, 3), (0, 0))` has strides `(3, 1)`).
 const NO_STORAGE: &str = "a lazy tensor has no storage: values, not memory";
 
-/// Why `cat([])` differs: a call without any tensor argument names no device, and the
-/// dispatcher finds no kernel for it ("There were no tensor arguments to this function"),
-/// where PyTorch's dispatcher runs the structured kernel's composite for the empty key set
-/// and raises the meta function's "torch.cat(): expected a non-empty list of Tensors". The
-/// CPU suite calls the meta function directly; the dispatcher path is the same on every
-/// device (an open difference of the dispatcher, not of lazy).
-const NO_TENSOR_ARGUMENT: &str = "no tensor argument: the dispatcher finds no kernel";
-
 /// Why a write through a host tensor that is a view of a larger or overlapping storage
 /// differs: it moves as an `as_strided` view of a lazy copy of its storage (`to_device`), so a
 /// write through it is functionalized as `as_strided_scatter` into that storage, which refuses
@@ -288,9 +280,6 @@ fn known_difference(name: &str, case: &Value) -> Option<&'static str> {
         "addmm_ wrong shape" | "addmm_ 3-d self" | "baddbmm_ broadcast self"
     ) {
         return Some(INPLACE_VIA_FUNCTIONAL);
-    }
-    if name == "indexing case 37 (cat)" {
-        return Some(NO_TENSOR_ARGUMENT);
     }
     if name == "api case 248 (\"randint_out\" null)"
         || (name.starts_with("random case ")
