@@ -13,6 +13,7 @@
 mod support;
 // This suite runs on CPU tensors (the lazy backend's tests run it on lazy ones).
 use support::CPU_TARGET as TARGET;
+use support::{finish, placed, serial, with_target};
 
 use serde_json::Value;
 use switchyard_core::{Device, IValue, Result, Scalar, ScalarType, Tensor};
@@ -336,4 +337,72 @@ fn where_kernels() {
     let out = Tensor::allocate(&[0], ScalarType::Float, Device::CPU).unwrap();
     native::where_self_out(&cond, &a, &b, &out).unwrap();
     assert_eq!(out.sizes().as_slice(), &[2, 2]);
+}
+
+/// Half and BFloat16 inputs into a wider `out` compute in their common dtype and are then cast
+/// (PyTorch's TensorIterator computes into a temporary of the common dtype on the CPU): the
+/// result is rounded to Half (BFloat16) first, though the loops compute these in `f32`. By
+/// hand: 1 + 2^-11 lies halfway between the Halfs 1 and 1 + 2^-10 and rounds to even, 1;
+/// 2048 + 1 = 2049 rounds to 2048 (Halfs are 2 apart there); 256 + 1 rounds to 256 in BFloat16
+/// (8 significant bits); sqrt(2) in Half is 1448 * 2^-10 = 1.4140625 (f32: 1.4142135).
+#[test]
+fn reduced_precision_results_are_rounded_before_a_wider_out() {
+    let _serial = serial();
+    let typed = |v: &[f32], dtype: ScalarType| {
+        let t = Tensor::from_slice(v).unwrap();
+        op::_to_copy::call(&t, Some(dtype), None, None, None, false, None).unwrap()
+    };
+    let run = |f: &dyn Fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>,
+               a: &[f32],
+               b: &[f32],
+               dtype: ScalarType| {
+        let out = finish(with_target(|| {
+            let (a, b) = (placed(typed(a, dtype)), placed(typed(b, dtype)));
+            let out = placed(typed(&[0.0; 2], ScalarType::Float));
+            f(&a, &b, &out).map(|r| vec![r])
+        }))
+        .unwrap();
+        assert_eq!(out[0].dtype(), ScalarType::Float);
+        out[0].to_vec::<f32>().unwrap()
+    };
+    let add = |a: &Tensor, b: &Tensor, out: &Tensor| op::add_out::call(a, b, Scalar::Int(1), out);
+    let mul = |a: &Tensor, b: &Tensor, out: &Tensor| op::mul_out::call(a, b, out);
+    let sqrt = |a: &Tensor, _: &Tensor, out: &Tensor| op::sqrt_out::call(a, out);
+    let eps = 1.0 / 2048.0;
+    assert_eq!(
+        run(&add, &[1.0, 2048.0], &[eps, 1.0], ScalarType::Half),
+        [1.0, 2048.0]
+    );
+    // 3 * 683 = 2049: 2048 in Half.
+    assert_eq!(
+        run(&mul, &[3.0, 1.0], &[683.0, eps], ScalarType::Half),
+        [2048.0, eps]
+    );
+    assert_eq!(
+        run(&add, &[256.0, 1.0], &[1.0, 0.0], ScalarType::BFloat16),
+        [256.0, 1.0]
+    );
+    assert_eq!(
+        run(&sqrt, &[2.0, 4.0], &[0.0, 0.0], ScalarType::Half),
+        [1.4140625, 2.0]
+    );
+    // The same inputs into a Half `out` give the same values (no proxy, no cast).
+    let half_out = finish(with_target(|| {
+        let a = placed(typed(&[1.0, 2048.0], ScalarType::Half));
+        let b = placed(typed(&[eps, 1.0], ScalarType::Half));
+        let out = placed(typed(&[0.0; 2], ScalarType::Half));
+        op::add_out::call(&a, &b, Scalar::Int(1), &out).map(|r| vec![r])
+    }))
+    .unwrap();
+    let half_out = op::_to_copy::call(
+        &half_out[0],
+        Some(ScalarType::Float),
+        None,
+        None,
+        None,
+        false,
+        None,
+    )
+    .unwrap();
+    assert_eq!(half_out.to_vec::<f32>().unwrap(), [1.0, 2048.0]);
 }

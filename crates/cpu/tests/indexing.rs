@@ -819,3 +819,34 @@ fn nonzero_and_where_condition_match_pytorch() {
         ErrorKind::NotImplementedError
     );
 }
+
+/// `cat` of an empty list has no tensor, so no dispatch key: PyTorch's dispatcher runs the
+/// operator's `Undefined` slot (the structured kernel's CompositeExplicitAutogradNonFunctional
+/// expansion), whose meta function raises; ours did not find a kernel ("There were no tensor
+/// arguments ..."). `cat.out` with an empty list dispatches on `out`'s device and raises the
+/// same. The functional call is the same on every device; the out= call runs on the target.
+#[test]
+fn cat_of_an_empty_list_is_the_meta_functions_error() {
+    let _serial = serial();
+    let want = "torch.cat(): expected a non-empty list of Tensors";
+    let e = op::cat::call(&[], 0).unwrap_err();
+    assert_eq!((e.kind(), e.message()), (ErrorKind::ValueError, want));
+    assert_eq!(e.operator(), Some("aten::cat"));
+    let table = switchyard_dispatch::Dispatcher::singleton()
+        .find_schema_or_error("aten::cat")
+        .unwrap()
+        .dump_table();
+    assert!(
+        table.contains(
+            "Undefined: wrapper_CompositeExplicitAutogradNonFunctional_cat [default backend kernel]"
+        ),
+        "{table}"
+    );
+    let out = with_target(|| placed(arange_f32(&[2])));
+    let e = finish(op::cat_out::call(&[], 0, &out).map(|t| vec![t])).unwrap_err();
+    assert_eq!((e.kind(), e.message()), (ErrorKind::ValueError, want));
+    if on_cpu() {
+        // (`finish` rebuilds a target's error from its kind and message.)
+        assert_eq!(e.operator(), Some("aten::cat.out"));
+    }
+}

@@ -4,7 +4,7 @@
 use crate::geometry::{meta_shadow_pair, shadow_view, shadow_views};
 use crate::tensor::{FunctionalTensor, are_aliased, functional_payload, mutate_view_meta_to};
 use crate::view_meta::{ViewMeta, reapply_views};
-use switchyard_core::{Error, Result, Tensor};
+use switchyard_core::{Error, Result, ScalarType, Tensor};
 use switchyard_ops::meta::index_support::{assert_no_internal_overlap, assert_no_partial_overlap};
 use switchyard_ops::native::has_copy_kernel;
 
@@ -103,6 +103,45 @@ pub(crate) fn propagate_out(w: &Tensor, new: &Tensor) -> Result<()> {
     check_mutable(w)?;
     switchyard_ops::runtime::check_backend_out(w, new)?;
     commit_mutation(w, new)
+}
+
+/// The dtype the functional variant of an out= reduction or scan computes in (`sum`, `prod`,
+/// `cumsum`, `cumprod`): the one given, else `out`'s, as eager's meta functions infer it
+/// (`infer_dtype_from_optional`). Eager computes in that dtype, so a Bool `out` of a sum over
+/// integers is `any(x != 0)`, where the functional variant's Long sum cast to Bool is not.
+pub(crate) fn dtype_or_out(
+    _self: &Tensor,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Option<ScalarType>> {
+    Ok(dtype.or(Some(out.dtype())))
+}
+
+/// [`dtype_or_out`] for `mean`, whose meta function first needs a floating or complex input
+/// dtype (an integral input without a dtype: the functional variant, called without one,
+/// raises eager's error) and then, with no dtype given, a Float result castable to `out`
+/// (eager's "result type Float can't be cast to the desired output type Long", raised here).
+pub(crate) fn mean_dtype_or_out(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Option<ScalarType>> {
+    if dtype.is_some() || !(self_.dtype().is_floating_point() || self_.dtype().is_complex()) {
+        return Ok(dtype);
+    }
+    switchyard_ops::meta::check_result_cast(ScalarType::Float, out.dtype())?;
+    Ok(Some(out.dtype()))
+}
+
+/// [`mean_dtype_or_out`] for `mean.dtype_out`, after that kernel's own first check (the
+/// input's dtype castable to `out`'s).
+pub(crate) fn mean_dtype_out_dtype(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Option<ScalarType>> {
+    switchyard_ops::native::check_mean_dtype_out(self_, out)?;
+    mean_dtype_or_out(self_, dtype, out)
 }
 
 /// Eager's memory-overlap checks of an elementwise write into wrapper `w` (TensorIterator's

@@ -158,11 +158,20 @@ impl<'a> IterConfig<'a> {
         // Pushed, not collected from an array: collecting moved the spec twice through
         // `memcpy` (a tenth of a tiny call's meta function).
         let mut outputs = SmallVec::new();
+        // A given output of another dtype than a Half or BFloat16 common dtype: the loops
+        // compute those in `f32`, so the result is rounded to the common dtype through a
+        // proxy before it is cast into the output (TensorIterator's CPU temporaries).
+        let compute_dtype = (self.cast_common_dtype_to_outputs
+            && !matches!(self.outs, Outs::Functional)
+            && common != out_dtype
+            && matches!(common, ScalarType::Half | ScalarType::BFloat16))
+        .then_some(common);
         outputs.push(OutputSpec {
             sizes: shape,
             strides,
             dtype: out_dtype,
             device,
+            compute_dtype,
         });
         Ok(Meta {
             outputs,
@@ -444,6 +453,7 @@ pub fn prepare_elementwise_out(out: &Tensor, inputs: &[&Tensor], shape: &[i64]) 
         strides: config.output_strides(shape, same_shape),
         dtype: out.dtype(),
         device: out.device(),
+        compute_dtype: None,
     };
     crate::structured::resize_to_spec(out, &spec)
 }

@@ -28,6 +28,12 @@ pub struct OutputSpec {
     pub dtype: ScalarType,
     /// Device.
     pub device: Device,
+    /// The dtype a given output's values must be rounded to before they are written, when it
+    /// is not `dtype` (TensorIterator's `cast_common_dtype_to_outputs` on the CPU: Half inputs
+    /// into a Float `out` compute in Half, then cast). Set only where the CPU loops would
+    /// otherwise keep more precision (a Half or BFloat16 common dtype computes in `f32`); the
+    /// structured wrappers then compute into a proxy of this dtype ([`maybe_create_proxy`]).
+    pub compute_dtype: Option<ScalarType>,
 }
 
 impl OutputSpec {
@@ -38,6 +44,7 @@ impl OutputSpec {
             strides: None,
             dtype,
             device,
+            compute_dtype: None,
         }
     }
 }
@@ -196,8 +203,18 @@ pub fn check_inplace(self_: &Tensor, spec: &OutputSpec) -> Result<()> {
     Ok(())
 }
 
-/// A temporary to compute into when `out`'s strides differ from the ones the spec requires.
+/// A temporary to compute into when `out`'s strides differ from the ones the spec requires,
+/// or when the result must be rounded to another dtype first (`spec.compute_dtype`); the
+/// wrapper copies it into `out` ([`copy_back`], converting).
 pub fn maybe_create_proxy(out: &Tensor, spec: &OutputSpec) -> Result<Option<Tensor>> {
+    if let Some(dtype) = spec.compute_dtype {
+        return match &spec.strides {
+            Some(strides) => Tensor::allocate_strided(&spec.sizes, strides, dtype, spec.device),
+            None => Tensor::allocate_strided(&spec.sizes, &out.strides(), dtype, spec.device)
+                .or_else(|_| Tensor::allocate(&spec.sizes, dtype, spec.device)),
+        }
+        .map(Some);
+    }
     match &spec.strides {
         Some(strides) if out.strides().as_slice() != &strides[..] => {
             Tensor::allocate_strided(&spec.sizes, strides, spec.dtype, spec.device).map(Some)

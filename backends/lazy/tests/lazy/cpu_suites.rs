@@ -174,14 +174,6 @@ const RANDOM_ORDER: &str = "random fill of a non-contiguous tensor: functional r
 /// the value's size; `empty_strided((2, 3), (0, 0))` has strides `(3, 1)`).
 const NO_STORAGE: &str = "a lazy tensor has no storage: values, not memory";
 
-/// Why `cat([])` differs: a call without any tensor argument names no device, and the
-/// dispatcher finds no kernel for it ("There were no tensor arguments to this function"),
-/// where PyTorch's dispatcher runs the structured kernel's composite for the empty key set
-/// and raises the meta function's "torch.cat(): expected a non-empty list of Tensors". The
-/// CPU suite calls the meta function directly; the dispatcher path is the same on every
-/// device (an open difference of the dispatcher, not of lazy).
-const NO_TENSOR_ARGUMENT: &str = "no tensor argument: the dispatcher finds no kernel";
-
 /// Why `lift_fresh_copy` of a lazy tensor keeps a dense input's strides (a transposed input
 /// gives strides `(1, 3)`, eager's `(2, 1)`): a lazy tensor is functional, and
 /// functionalization's `lift_fresh_copy` of a tensor already functional is its `clone()`
@@ -297,21 +289,7 @@ fn view_copy_difference(name: &str, case: &Value) -> Option<&'static str> {
     None
 }
 
-/// Why `linear.out` fails on lazy (an open bug, not a justified difference): the layer's
-/// kernel for `linear.out` calls the functional `linear` below functionalization, a
-/// CompositeImplicitAutograd decomposition that then makes views (`t`, `view`) of the lazy
-/// backend's storage-less tensors ("Cannot create a strided view of a tensor that has no
-/// storage"). Running such a decomposition above the layer (on the wrappers) is the fix to
-/// make in the functionalization generator (plan §9.2.3).
-const LINEAR_OUT_BUG: &str = "open bug: linear.out decomposes below functionalization";
-
 fn known_difference(name: &str, case: &Value) -> Option<&'static str> {
-    if matches!(
-        name,
-        "linear out bias" | "linear out 3-d bias" | "linear out no bias"
-    ) {
-        return Some(LINEAR_OUT_BUG);
-    }
     if let Some(why) = view_copy_difference(name, case) {
         return Some(why);
     }
@@ -331,9 +309,6 @@ fn known_difference(name: &str, case: &Value) -> Option<&'static str> {
             | "reduce cumsum_ of another dtype"
     ) {
         return Some(INPLACE_VIA_FUNCTIONAL);
-    }
-    if name == "indexing case 37 (cat)" {
-        return Some(NO_TENSOR_ARGUMENT);
     }
     if name == "api case 248 (\"randint_out\" null)"
         || (name.starts_with("random case ")

@@ -574,17 +574,7 @@ fn run(p: &Program, lazy: bool) -> Vec<Step> {
             }
             Op::Out(kind, x, y, same) => {
                 let (x, y) = (pick(x), pick(y));
-                // Our CPU kernels compute Half inputs in f32 and round only into the out:
-                // with a wider out they skip PyTorch's rounding to Half (a CPU bug the lazy
-                // device, computing the functional result first, does not have).
-                let half = [&x.t, &y.t].iter().any(|t| t.dtype() == ScalarType::Half);
-                let dtype = if half {
-                    ScalarType::Half
-                } else if same {
-                    x.t.dtype()
-                } else {
-                    ScalarType::Float
-                };
+                let dtype = if same { x.t.dtype() } else { ScalarType::Float };
                 let out = op::empty_memory_format::call(
                     &[0],
                     Some(dtype),

@@ -61,22 +61,6 @@ const L8_DIFFERENCES: &[(&str, &str)] = &[
          [2, 3]); functionalization replaces each `out` by the piece, so they become [1, 3]. \
          PyTorch's LTC gives [1, 3] pieces too (checked live)",
     ),
-    (
-        "aten::linear.out",
-        "BUG (PyTorch's LTC has it too, checked live: its `as_strided` view error): the \
-         CompositeExplicitAutograd kernel runs at `Lazy` on the unwrapped tensors and calls the \
-         view `t`, which a storage-less lazy tensor cannot give. Fix: a `functionalize_aten_op` \
-         kernel at `Lazy` (plan §3.2), which needs `functionalize_aten_op` to write the mutated \
-         `out` back into the plain tensor",
-    ),
-    (
-        "aten::sum.IntList_out",
-        "BUG: with a Bool input and a Bool `out`, eager's out= kernel sums in `out`'s dtype; \
-         functionalization runs the functional `sum` (Long) and refuses the Long -> Bool cast into \
-         `out` (`propagate_out`'s check). PyTorch's functionalization casts without a check, so \
-         its LTC gives the CPU's values (checked live)",
-    ),
-    ("aten::prod.int_out", "BUG: as sum.IntList_out"),
 ];
 
 /// Runs L8 and checks the differences are exactly [`L8_DIFFERENCES`].

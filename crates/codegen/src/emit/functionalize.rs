@@ -9,7 +9,11 @@
 //!   argument with its new value (checked first as eager checks in-place `self` and out=
 //!   arguments: no resize of `self`, a castable result dtype; out= may resize; then eager's
 //!   memory-overlap checks on the wrappers' eager geometry, see [`OverlapCheck`]), return the
-//!   mutated arguments. Operators without a functional
+//!   mutated arguments. A CompositeImplicitAutograd functional variant (`linear`,
+//!   `softmax.int`) is not called below but decomposed above, on the wrappers, and its
+//!   results unwrapped: its operators are functionalized as the user's would be (PyTorch
+//!   reaches the same by redispatching through the composite with the key still included).
+//!   Operators without a functional
 //!   variant are listed in a comment of `register.rs` and keep reaching the fallback, which
 //!   refuses them by name;
 //! * **view operators whose inverse is a `*_scatter` operator** (derived from ops.yaml:
@@ -83,6 +87,19 @@ pub const VIEWS_WITH_INVERSES: [&str; 16] = [
     "alias",
     "detach",
     "unfold",
+];
+
+/// out= operators (full names) whose eager kernel computes in `out`'s dtype when no `dtype` is
+/// given (their meta functions' `infer_dtype_from_optional`: a Bool `out` of `sum` over
+/// integers is `any(x != 0)`, not the Long sum cast to Bool), with the helper of
+/// `crates/functionalize/src/support.rs` giving the functional variant that dtype.
+pub const DTYPE_FROM_OUT: [(&str, &str); 6] = [
+    ("sum.IntList_out", "dtype_or_out"),
+    ("prod.int_out", "dtype_or_out"),
+    ("cumsum.out", "dtype_or_out"),
+    ("cumprod.out", "dtype_or_out"),
+    ("mean.out", "mean_dtype_or_out"),
+    ("mean.dtype_out", "mean_dtype_out_dtype"),
 ];
 
 /// How many `mutations_<n>.rs` shards the mutation kernels are dealt into.
@@ -259,21 +276,52 @@ fn destinations(s: &FunctionSchema) -> Vec<Dest<'_>> {
 }
 
 /// The functional variant's argument list for a call from the mutating operator `m`, or why
-/// there is none.
-fn functional_args(m: &GenFunction, func: &GenFunction) -> Result<Vec<String>, String> {
+/// there is none: the synced, unwrapped values (a call below the layer), or with `wrapped` the
+/// kernel's own arguments (a composite run above it, on the wrappers).
+fn functional_args(
+    m: &GenFunction,
+    func: &GenFunction,
+    wrapped: bool,
+) -> Result<Vec<String>, String> {
     let source = m
         .schema
         .out_arguments()
         .first()
         .or_else(|| m.schema.arguments.iter().find(|a| a.is_write()))
-        .map(|a| unwrapped(&a.name));
+        .map(|a| {
+            if wrapped {
+                arg_name(&a.name)
+            } else {
+                unwrapped(&a.name)
+            }
+        });
     let mut out = Vec::new();
     for a in &func.schema.arguments {
         if let Some(ma) = m.schema.arguments.iter().find(|x| x.name == a.name) {
             if ma.ty != a.ty {
                 return Err(format!("argument `{}` has another type", a.name));
             }
-            out.push(pass_expr(ma));
+            let expr = if wrapped {
+                arg_name(&ma.name)
+            } else {
+                pass_expr(ma)
+            };
+            let from_out = DTYPE_FROM_OUT
+                .iter()
+                .find(|(n, _)| *n == full_name(m))
+                .filter(|_| a.name == "dtype");
+            out.push(match (from_out, &source, m.schema.self_index()) {
+                (Some((_, helper)), Some(src), Some(i)) => {
+                    let self_name = if wrapped {
+                        arg_name(&m.schema.arguments[i].name)
+                    } else {
+                        unwrapped(&m.schema.arguments[i].name)
+                    };
+                    format!("{helper}(&{self_name}, {expr}, &{src})?")
+                }
+                (Some(_), ..) => return Err("a dtype from `out` without `self`".into()),
+                (None, ..) => expr,
+            });
             continue;
         }
         let optional = matches!(a.ty, Type::Optional(_));
@@ -334,7 +382,8 @@ fn mutation_kernel(
             return Err("return types do not match the mutated arguments".into());
         }
     }
-    let func_args = functional_args(m, func)?;
+    let composite = func.kernel(DispatchKey::CompositeImplicitAutograd);
+    let func_args = functional_args(m, func, composite.is_some())?;
     let tensors: Vec<&Argument> = s
         .arguments
         .iter()
@@ -417,13 +466,54 @@ fn mutation_kernel(
             .ok_or("`copy_` without a source tensor")?;
         let _ = writeln!(b, "    check_copy_overlaps({w}, {})?;", arg_name(&src.name));
     }
-    let _ = writeln!(
-        b,
-        "    let tmp = {{\n        let _below = below();\n        {}::call({})?\n    }};",
-        op_path(func),
-        func_args.join(", ")
-    );
     let nf = func.schema.returns.len();
+    if let Some(kernel) = composite {
+        // A CompositeImplicitAutograd functional variant (`linear`, `softmax.int`) decomposes
+        // here, on the wrappers, so that its own operators are functionalized (below the layer
+        // its views of a backend's storage-less values fail); its results are then unwrapped
+        // as a call below would give them.
+        let unwrap = |ty: &Type, e: &str| -> Result<String, String> {
+            if ty.is_tensor() {
+                Ok(format!("unwrap_synced(&{e})?"))
+            } else if ty.is_tensor_list() {
+                Ok(format!("unwrap_synced_list(&{e})?"))
+            } else {
+                Err(format!("a composite functional variant returning {ty}"))
+            }
+        };
+        let call = format!(
+            "switchyard_ops::native::{}({})?",
+            fn_name(kernel),
+            func_args.join(", ")
+        );
+        if nf == 1 {
+            let _ = writeln!(
+                b,
+                "    let tmp = {{\n        let r = {call};\n        {}\n    }};",
+                unwrap(&func.schema.returns[0].ty, "r")?
+            );
+        } else {
+            let parts = func
+                .schema
+                .returns
+                .iter()
+                .enumerate()
+                .map(|(k, r)| unwrap(&r.ty, &format!("r.{k}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            let _ = writeln!(
+                b,
+                "    let tmp = {{\n        let r = {call};\n        ({})\n    }};",
+                parts.join(", ")
+            );
+        }
+    } else {
+        let _ = writeln!(
+            b,
+            "    let tmp = {{\n        let _below = below();\n        {}::call({})?\n    }};",
+            op_path(func),
+            func_args.join(", ")
+        );
+    }
     let tmp = |k: usize| -> String {
         if nf == 1 {
             "tmp".into()
@@ -1075,6 +1165,16 @@ mod tests {
         }
         let names: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
         assert!(names.contains(&"crates/functionalize/src/generated/mutations_3.rs"));
+        // A CompositeImplicitAutograd functional variant decomposes on the wrappers.
+        let mutations: String = files
+            .iter()
+            .filter(|(p, _)| p.contains("/mutations_"))
+            .map(|(_, c)| c.as_str())
+            .collect();
+        assert!(mutations.contains(
+            "let r = switchyard_ops::native::linear(input, weight, bias)?;\n        unwrap_synced(&r)?"
+        ));
+        assert!(!mutations.contains("op::linear::call("));
         let views = &files
             .iter()
             .find(|(p, _)| p.ends_with("views.rs"))

@@ -314,6 +314,99 @@ fn structured_wrapper(
     ))
 }
 
+/// Whether structured functional operator `f` takes its tensors only in lists (`cat`): called
+/// with empty lists it has no dispatch key, and PyTorch's dispatcher then runs the operator's
+/// slot for `Undefined`.
+fn tensors_only_in_lists(f: &GenFunction) -> bool {
+    let args = &f.schema.arguments;
+    args.iter()
+        .any(|a| a.ty.is_tensor_list() || a.ty.is_optional_tensor_list())
+        && !args
+            .iter()
+            .any(|a| a.ty.is_tensor() || a.ty.is_optional_tensor())
+}
+
+/// torchgen's CompositeExplicitAutogradNonFunctional expansion of the functional member of
+/// structured group `g` (its `structured_<meta>_default_backend_functional`): the meta
+/// function, the outputs it describes, then the out= operator through the dispatcher. Made
+/// only for operators whose tensors all come in lists ([`tensors_only_in_lists`]): their
+/// `Undefined` slot takes it, so `cat([])` raises the meta function's "torch.cat(): expected a
+/// non-empty list of Tensors" as PyTorch's does, rather than the dispatcher's "There were no
+/// tensor arguments". (Every other structured operator has a tensor argument, so its
+/// `Undefined` slot is never reached; they get none, and backends without their own kernel
+/// keep their fallback.)
+fn default_backend_wrapper(
+    input: &GenInput,
+    g: &GenGroup,
+    paths: Paths,
+) -> Result<Wrapper, UnsupportedType> {
+    let key = DispatchKey::CompositeExplicitAutogradNonFunctional;
+    let f = &input.functions[g.functional];
+    let out_op = &input.functions[g.out];
+    let name = wrapper_name(key, f);
+    let meta_name = unambiguous_name(&f.schema).to_lowercase();
+    let args: Vec<String> = f
+        .schema
+        .arguments
+        .iter()
+        .map(|a| arg_name(&a.name))
+        .collect();
+    let n_out = out_op.schema.returns.len().max(1);
+    let s = paths.structured;
+    let mut body = format!(
+        "    let meta = {}::{meta_name}({}{}Outs::Functional);\n    let meta = {s}::meta_ok(&meta)?;\n",
+        paths.meta,
+        args.join(", "),
+        if args.is_empty() { "" } else { ", " }
+    );
+    let outs: Vec<String> = (0..n_out).map(|i| format!("out{i}")).collect();
+    for (i, o) in outs.iter().enumerate() {
+        body.push_str(&format!(
+            "    let {o} = {s}::create_out(meta.output({i})?)?;\n"
+        ));
+    }
+    let out_args: Vec<String> = out_op
+        .schema
+        .arguments
+        .iter()
+        .map(|a| {
+            if a.is_out {
+                let i = out_op
+                    .schema
+                    .arguments
+                    .iter()
+                    .filter(|o| o.is_out)
+                    .position(|o| o.name == a.name)
+                    .unwrap_or(0);
+                Ok(format!("&out{i}"))
+            } else {
+                arg_by_name(f, &a.name)
+                    .map(|m| arg_name(&m.name))
+                    .ok_or_else(|| {
+                        UnsupportedType(format!("{} lacks argument {}", f.schema, a.name))
+                    })
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    body.push_str(&format!(
+        "    {}::{}::call({})?;\n    Ok({})\n",
+        paths.op,
+        op_type_name(&out_op.schema),
+        out_args.join(", "),
+        if outs.len() == 1 {
+            outs[0].clone()
+        } else {
+            format!("({})", outs.join(", "))
+        }
+    ));
+    Ok(Wrapper::new(
+        key,
+        f,
+        name.clone(),
+        wrapper_fn(&name, f, false, &body)?,
+    ))
+}
+
 /// The arguments of a call to `functional` from its group member `f` (an out= or in-place
 /// operator): matched by name; a factory out= variant's tensor options come from its out tensor.
 pub(super) fn functional_args(
@@ -707,6 +800,9 @@ pub fn generate_ops(input: &GenInput) -> Result<String, UnsupportedType> {
         }
         if let Some(g) = structured_group(input, i) {
             wrappers.push(structured_wrapper(DispatchKey::Meta, input, g, i, paths)?);
+            if i == g.functional && tensors_only_in_lists(f) {
+                wrappers.push(default_backend_wrapper(input, g, paths)?);
+            }
         } else {
             for key in OPS_KEYS {
                 if let Some(kernel) = f.kernel(key) {

@@ -93,7 +93,7 @@ pub(crate) fn functionalize_cumprod_out(_ks: DispatchKeySet, (self_, dim, dtype,
     }
     let tmp = {
         let _below = below();
-        op::cumprod::call(&self__u, dim, dtype)?
+        op::cumprod::call(&self__u, dim, dtype_or_out(&self__u, dtype, &out_u)?)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
@@ -993,7 +993,7 @@ pub(crate) fn functionalize_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, 
     }
     let tmp = {
         let _below = below();
-        op::mean_dim::call(&self__u, dim, keepdim, dtype)?
+        op::mean_dim::call(&self__u, dim, keepdim, mean_dtype_or_out(&self__u, dtype, &out_u)?)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

@@ -360,8 +360,8 @@ pub(crate) fn functionalize_linear_out(_ks: DispatchKeySet, (input, weight, bias
         return Ok(out.clone());
     }
     let tmp = {
-        let _below = below();
-        op::linear::call(&input_u, &weight_u, bias_u.as_ref())?
+        let r = switchyard_ops::native::linear(input, weight, bias)?;
+        unwrap_synced(&r)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
@@ -946,8 +946,8 @@ pub(crate) fn functionalize_log_softmax_int_out(_ks: DispatchKeySet, (self_, dim
         return Ok(out.clone());
     }
     let tmp = {
-        let _below = below();
-        op::log_softmax_int::call(&self__u, dim, dtype)?
+        let r = switchyard_ops::native::log_softmax(self_, dim, dtype)?;
+        unwrap_synced(&r)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

@@ -94,7 +94,7 @@ pub(crate) fn functionalize_cumsum_out(_ks: DispatchKeySet, (self_, dim, dtype, 
     }
     let tmp = {
         let _below = below();
-        op::cumsum::call(&self__u, dim, dtype)?
+        op::cumsum::call(&self__u, dim, dtype_or_out(&self__u, dtype, &out_u)?)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
@@ -163,7 +163,7 @@ pub(crate) fn functionalize_prod_int_out(_ks: DispatchKeySet, (self_, dim, keepd
     }
     let tmp = {
         let _below = below();
-        op::prod_dim_int::call(&self__u, dim, keepdim, dtype)?
+        op::prod_dim_int::call(&self__u, dim, keepdim, dtype_or_out(&self__u, dtype, &out_u)?)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
@@ -992,8 +992,8 @@ pub(crate) fn functionalize_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dt
         return Ok(out.clone());
     }
     let tmp = {
-        let _below = below();
-        op::softmax_int::call(&self__u, dim, dtype)?
+        let r = switchyard_ops::native::softmax(self_, dim, dtype)?;
+        unwrap_synced(&r)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

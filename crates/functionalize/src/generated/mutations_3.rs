@@ -932,7 +932,7 @@ pub(crate) fn functionalize_mean_dtype_out(_ks: DispatchKeySet, (self_, dtype, o
     }
     let tmp = {
         let _below = below();
-        op::mean::call(&self__u, dtype)?
+        op::mean::call(&self__u, mean_dtype_out_dtype(&self__u, dtype, &out_u)?)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
@@ -954,7 +954,7 @@ pub(crate) fn functionalize_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, ke
     }
     let tmp = {
         let _below = below();
-        op::sum_dim_IntList::call(&self__u, dim, keepdim, dtype)?
+        op::sum_dim_IntList::call(&self__u, dim, keepdim, dtype_or_out(&self__u, dtype, &out_u)?)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

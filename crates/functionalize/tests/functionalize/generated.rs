@@ -6,7 +6,8 @@
 
 use switchyard_core::{Result, ScalarType, Tensor};
 use switchyard_functionalize::{
-    ReapplyViewsGuard, from_functional, functional_payload, is_functional, sync, to_functional,
+    ReapplyViewsGuard, Remove, from_functional, functional_payload, is_functional,
+    run_functionalized, sync, to_functional, trace,
 };
 use switchyard_ops::TensorOps;
 
@@ -405,4 +406,170 @@ fn composite_views_decompose_at_the_layer() {
     );
     assert_eq!(outs[0].2, vec![11.0, 12.0]);
     assert_eq!(ins[0].2, vec![0.0, 11.0, 12.0, 3.0]);
+}
+
+/// An out= operator whose functional variant is CompositeImplicitAutograd (`linear.out`:
+/// `linear`; `softmax.int_out`: `softmax.int`) runs that decomposition on the wrappers, so the
+/// backend sees the decomposition's own operators (below the layer a composite's views of a
+/// storage-less value fail, as `linear.out` on lazy did); its result is unwrapped and written
+/// into `out`, which is resized as eagerly.
+#[test]
+fn out_of_a_composite_functional_decomposes_on_the_wrappers() {
+    let t = |v: &[f32], shape: &[i64]| Tensor::from_vec(v.to_vec(), shape).unwrap();
+    let linear_plain = &|x: &[Tensor]| {
+        Ok(vec![switchyard_ops::linear_out_with(
+            &x[0],
+            &x[1],
+            Some(&x[2]),
+            &x[3],
+        )?])
+    };
+    let linear: &Program = &|_, x| linear_plain(x);
+    let inputs = [
+        t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]),
+        t(&[1.0, 0.0, 0.0, 1.0, 1.0, 1.0], &[3, 2]),
+        t(&[10.0, 20.0, 30.0], &[3]),
+        switchyard_ops::empty(&[0]).unwrap(),
+    ];
+    let (outs, ins) = check(linear, &inputs);
+    // x @ w^T + b, by hand.
+    let want = vec![11.0, 22.0, 33.0, 13.0, 24.0, 37.0];
+    assert_eq!(outs[0].2, want);
+    assert_eq!((ins[3].0.clone(), ins[3].2.clone()), (vec![2, 3], want));
+    // The decomposition runs at the layer: removing views there turns its `t` into `t_copy`
+    // (run below the layer, the backend would see the view `t`), and `linear` never shows.
+    let f = |x: &[Tensor]| run_functionalized(linear_plain, x, Remove::MutationsAndViews);
+    let g = trace(&f, &copies(&inputs), &["x", "w", "b", "out"])
+        .unwrap()
+        .1;
+    let text = g.to_string();
+    assert!(g.view_nodes().is_empty(), "{text}");
+    assert!(
+        text.contains("t_copy(w)") && text.contains("addmm(b, x, ") && !text.contains("linear"),
+        "{text}"
+    );
+    // `softmax.int` with a dtype: computed in Double, written into a Double `out`.
+    let softmax: &Program = &|_, x| {
+        Ok(vec![switchyard_ops::softmax_out_with(
+            &x[0],
+            1,
+            Some(ScalarType::Double),
+            &x[1],
+        )?])
+    };
+    let (outs, ins) = check(
+        softmax,
+        &[
+            t(&[0.0; 4], &[1, 4]),
+            switchyard_ops::zeros_with(&[1, 4], Some(ScalarType::Double), None, None, None)
+                .unwrap(),
+        ],
+    );
+    assert_eq!(outs[0].2, vec![0.25; 4]);
+    assert_eq!(ins[1].1, ScalarType::Double);
+    assert_eq!(ins[1].2, vec![0.25; 4]);
+}
+
+/// out= reductions and scans that eager computes in `out`'s dtype when no dtype is given
+/// (`sum`, `prod`, `cumsum`, `cumprod`, `mean`: their meta functions'
+/// `infer_dtype_from_optional`) compute in it functionalized too, rather than casting the
+/// functional variant's result (a Long sum, a Float mean) into `out`.
+#[test]
+fn out_reductions_compute_in_the_dtype_of_out() {
+    let long = |v: &[i64]| Tensor::from_slice(v).unwrap();
+    let bools = |shape: &[i64]| {
+        switchyard_ops::zeros_with(shape, Some(ScalarType::Bool), None, None, None).unwrap()
+    };
+    let one = |p: &Program, inputs: &[Tensor]| check(p, inputs).0[0].2.clone();
+    // Bool `out`: `any(x != 0)` and `all(x != 0)`; the Long sum [1, -1] is 0 and the Long
+    // product 2^32 * 2^32 wraps to 0, which cast to Bool would read false.
+    let sum: &Program = &|_, x| {
+        Ok(vec![switchyard_ops::sum_dim_intlist_out_with(
+            &x[0],
+            Some(&[0]),
+            false,
+            None,
+            &x[1],
+        )?])
+    };
+    assert_eq!(one(sum, &[long(&[1, -1]), bools(&[])]), vec![1.0]);
+    let prod: &Program = &|_, x| {
+        Ok(vec![switchyard_ops::prod_dim_int_out_with(
+            &x[0], 0, false, None, &x[1],
+        )?])
+    };
+    assert_eq!(
+        one(prod, &[long(&[1 << 32, 1 << 32]), bools(&[])]),
+        vec![1.0]
+    );
+    // Float `out` of a Long scan: the inputs are converted first ([2^24 + 1, 1] to
+    // [2^24, 1]), so the sums are [2^24, 2^24] (2^24 + 1 rounds to even) where the Long sums
+    // [2^24 + 1, 2^24 + 2] cast to Float read [2^24, 2^24 + 2]; the products of [3, 2^24 + 1]
+    // are [3, 3 * 2^24], not 3 * (2^24 + 1) rounded (3 * 2^24 + 4).
+    let floats = |n: i64| switchyard_ops::zeros(&[n]).unwrap();
+    let cumsum: &Program = &|_, x| Ok(vec![switchyard_ops::cumsum_out(&x[0], 0, &x[1])?]);
+    assert_eq!(
+        one(cumsum, &[long(&[(1 << 24) + 1, 1]), floats(2)]),
+        vec![16_777_216.0, 16_777_216.0]
+    );
+    let cumprod: &Program = &|_, x| Ok(vec![switchyard_ops::cumprod_out(&x[0], 0, &x[1])?]);
+    assert_eq!(
+        one(cumprod, &[long(&[3, (1 << 24) + 1]), floats(2)]),
+        vec![3.0, 50_331_648.0]
+    );
+    // Bool scans have no CPU kernel, eagerly or functionalized.
+    let eager = run(cumsum, &[long(&[1, -1]), bools(&[2])], false).unwrap_err();
+    let f = run(cumsum, &[long(&[1, -1]), bools(&[2])], true).unwrap_err();
+    assert_eq!(f.message(), eager.message());
+    assert_eq!(
+        eager.message(),
+        "\"cumsum_out_cpu\" not implemented for 'Bool'"
+    );
+    // A Double `out` of a Float mean: (2^24 + 1) / 2 in Double; in Float 2^24 + 1 rounds to
+    // 2^24 first.
+    let doubles =
+        switchyard_ops::zeros_with(&[], Some(ScalarType::Double), None, None, None).unwrap();
+    let float = Tensor::from_slice(&[16_777_216.0f32, 1.0]).unwrap();
+    let mean_dim: &Program = &|_, x| {
+        Ok(vec![switchyard_ops::mean_dim_out_with(
+            &x[0],
+            Some(&[0]),
+            false,
+            None,
+            &x[1],
+        )?])
+    };
+    assert_eq!(
+        one(mean_dim, &[Clone::clone(&float), Clone::clone(&doubles)]),
+        vec![8_388_608.5]
+    );
+    let mean: &Program = &|_, x| Ok(vec![switchyard_ops::mean_out(&x[0], &x[1])?]);
+    assert_eq!(
+        one(mean, &[Clone::clone(&float), Clone::clone(&doubles)]),
+        vec![8_388_608.5]
+    );
+    // Eager's errors: a Long `out` of a Float mean, an integral input without a dtype.
+    let long_out = long(&[0]);
+    for (p, inputs, want) in [
+        (
+            mean_dim,
+            [Clone::clone(&float), Clone::clone(&long_out)],
+            "result type Float can't be cast to the desired output type Long",
+        ),
+        (
+            mean,
+            [Clone::clone(&float), Clone::clone(&long_out)],
+            "mean.dtype_out(): input types can't be cast to the desired output type Long",
+        ),
+        (
+            mean_dim,
+            [long(&[1, 2]), Clone::clone(&doubles)],
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Long",
+        ),
+    ] {
+        let eager = run(p, &inputs, false).unwrap_err();
+        let f = run(p, &inputs, true).unwrap_err();
+        assert_eq!(eager.message(), want);
+        assert_eq!(f.message(), want);
+    }
 }

@@ -1303,6 +1303,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutogradNonFunctional))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(wrapper_CompositeExplicitAutogradNonFunctional_as_strided_).debug("wrapper_CompositeExplicitAutogradNonFunctional_as_strided_"))?;
+    lib.impl_("cat", Kernel::typed::<op::cat>(wrapper_CompositeExplicitAutogradNonFunctional_cat).debug("wrapper_CompositeExplicitAutogradNonFunctional_cat"))?;
     lib.impl_("copy", Kernel::typed::<op::copy>(wrapper_CompositeExplicitAutogradNonFunctional_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_copy"))?;
     lib.impl_("narrow_copy", Kernel::typed::<op::narrow_copy>(wrapper_CompositeExplicitAutogradNonFunctional_narrow_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_narrow_copy"))?;
     lib.impl_("slice_scatter", Kernel::typed::<op::slice_scatter>(wrapper_CompositeExplicitAutogradNonFunctional_slice_scatter).debug("wrapper_CompositeExplicitAutogradNonFunctional_slice_scatter"))?;
@@ -1510,6 +1511,15 @@ fn wrapper_Meta_cat(_ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Re
     let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
     let _ = meta;
+    Ok(out0)
+}
+
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor`
+fn wrapper_CompositeExplicitAutogradNonFunctional_cat(_ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
+    let meta = crate::meta::cat(tensors, dim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    crate::op::cat_out::call(tensors, dim, &out0)?;
     Ok(out0)
 }
 

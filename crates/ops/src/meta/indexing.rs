@@ -690,6 +690,7 @@ pub fn cat(tensors: &[Tensor], dim: i64, outs: Outs<'_>) -> Result<Meta<CatInfo>
             strides: strides.map(|s| s.as_slice().into()),
             dtype: out_dtype,
             device,
+            compute_dtype: None,
         }],
         CatInfo {
             dim: wrapped,
@@ -985,6 +986,7 @@ pub fn sort_stable(
         strides: Some(dense.as_slice().into()),
         dtype,
         device: self_.device(),
+        compute_dtype: None,
     };
     Ok(Meta::new(
         [spec(self_.dtype()), spec(ScalarType::Long)],

@@ -325,6 +325,7 @@ fn pool2d_output(input: &Tensor, p: &Pool2dParams, dtype: ScalarType) -> Result<
         strides: strides.map(|s| s.as_slice().into()),
         dtype,
         device: input.device(),
+        compute_dtype: None,
     })
 }
 

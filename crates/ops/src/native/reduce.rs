@@ -21,13 +21,20 @@ pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
 
 /// `mean.dtype_out`.
 pub fn mean_dtype_out(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    check_mean_dtype_out(self_, out)?;
+    op::mean_out::call(self_, Some(&[]), false, dtype, out)?;
+    Ok(out.clone())
+}
+
+/// `mean.dtype_out`'s own check, before `mean.out`'s: the input's dtype castable to `out`'s
+/// (also made by functionalization's kernel, which computes through the functional `mean`).
+pub fn check_mean_dtype_out(self_: &Tensor, out: &Tensor) -> Result<()> {
     torch_check!(
         can_cast(self_.dtype(), out.dtype()),
         "mean.dtype_out(): input types can't be cast to the desired output type {}",
         out.dtype()
     );
-    op::mean_out::call(self_, Some(&[]), false, dtype, out)?;
-    Ok(out.clone())
+    Ok(())
 }
 
 /// PyTorch's `unbiased` flag as a correction (`1` for Bessel's correction, `0` otherwise).
