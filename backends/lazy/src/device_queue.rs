@@ -115,10 +115,7 @@ pub(crate) fn wait() {
 
 /// Blocks while more than `limit` runs are pending (the caller is idle meanwhile: the device
 /// thread may use every core).
-fn wait_while(
-    mut pending: MutexGuard<'static, usize>,
-    limit: usize,
-) -> MutexGuard<'static, usize> {
+fn wait_while(mut pending: MutexGuard<'static, usize>, limit: usize) -> MutexGuard<'static, usize> {
     if *pending <= limit {
         return pending;
     }
