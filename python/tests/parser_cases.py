@@ -585,8 +585,6 @@ _FEWER_OVERLOADS = {
 KNOWN = {case: reason for reason, cases in _FEWER_OVERLOADS.items() for case in cases}
 KNOWN.update(
     {
-        "torch.cat([])": "the dispatcher's no-tensor-arguments error comes before cat's own "
-        "ValueError (no CompositeExplicitAutograd path for an empty list)",
         "torch.ones(2)._version": "ones fills its result through fill_ above ADInplaceOrView, "
         "which bumps the version once (PyTorch's factory does not)",
         "torch.ones(2).to('x')": "Device::parse words an unknown device type differently",
