@@ -76,13 +76,10 @@ impl DeviceData {
     /// The value, waiting for the scheduled asynchronous runs when it is not known yet (one of
     /// them may fill it); `None` if still unknown after them.
     pub fn value_or_wait(&self) -> Option<DataValue> {
-        match self.value() {
-            None if crate::device_queue::busy() => {
-                crate::device_queue::wait();
-                self.value()
-            }
-            v => v,
-        }
+        self.value().or_else(|| {
+            crate::device_queue::wait();
+            self.value()
+        })
     }
 
     /// The value as a CPU tensor (a scalar becomes a 0-dim tensor), waiting for a scheduled

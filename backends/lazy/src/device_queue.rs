@@ -30,7 +30,7 @@ static QUEUE: OnceLock<Option<Sender<Job>>> = OnceLock::new();
 /// one) while nobody waits for it, since the scheduling thread is then tracing the next step
 /// on a core of its own; the whole pool while someone waits (that thread is idle).
 static DEVICE_THREADS: AtomicUsize = AtomicUsize::new(1);
-/// Threads blocked in [`wait`].
+/// Threads blocked in [`wait_while`] (waiting for runs to finish, or for room to schedule one).
 static WAITERS: AtomicUsize = AtomicUsize::new(0);
 
 fn set_device_threads() {
@@ -97,11 +97,6 @@ pub(crate) fn schedule(job: Job) -> std::result::Result<(), Job> {
         finish_one();
         e.0
     })
-}
-
-/// Whether a scheduled run has not finished yet.
-pub(crate) fn busy() -> bool {
-    *PENDING.lock().unwrap_or_else(PoisonError::into_inner) > 0
 }
 
 /// Waits until every scheduled run has finished (at once on the device thread itself).

@@ -301,7 +301,7 @@ struct Graph {
     param_of: crate::ir::NodeMap<usize>,
     hash: Hash128,
     /// Whether a node draws random numbers.
-    draws: bool,
+    random: bool,
 }
 
 /// Whether `a` is an explicit generator.
@@ -368,7 +368,7 @@ fn build_graph(roots: &[Output], force_data: bool) -> Result<Graph> {
         params,
         param_of,
         hash: hash.combine(sequence),
-        draws: random,
+        random,
     })
 }
 
@@ -566,31 +566,16 @@ pub(crate) fn sync_tensors_with(
     // `LTC_SAVE_TENSORS_FILE` (B.13): the graph of this sync, appended before it runs.
     crate::dump::save_tensors_graph(&roots, graph.hash, || program.text())?;
     let asynchronous =
-        !wait && sync_ltc_data && program.donation_candidates().is_empty() && !graph.draws;
+        !wait && sync_ltc_data && program.donation_candidates().is_empty() && !graph.random;
     if asynchronous {
         schedule(graph, program, &synced, &roots);
         return Ok(());
     }
     // A scheduled run may still have to fill some of this graph's parameters.
     crate::device_queue::wait();
-    let params: Vec<Val> = graph
-        .params
-        .iter()
-        .map(|d| d.value().map(Val::from).ok_or_else(|| d.missing()))
-        .collect::<Result<_>>()?;
+    let params = param_values(&graph.params)?;
     // Placeholders installed before execution (LTC's order); on failure the IR comes back.
-    let placeholders: Vec<Arc<DeviceData>> = roots
-        .iter()
-        .map(|r| DeviceData::placeholder(r.shape().clone()))
-        .collect();
-    for (t, p) in synced.iter().zip(&placeholders) {
-        let mut st = t.state();
-        st.handle = Some(Arc::clone(p));
-        st.tensor_data = None;
-        if sync_ltc_data {
-            st.ir = None;
-        }
-    }
+    let placeholders = install_placeholders(&synced, &roots, sync_ltc_data);
     // Donation (`compiler/scatter.rs`): a parameter the program would write in place gives
     // its buffer to this run when no IR outside it can read the device data again; its value
     // leaves the device data, so the program's run-time count sees the buffer unshared. (After
@@ -609,28 +594,8 @@ pub(crate) fn sync_tensors_with(
             donated.push(d);
         }
     }
-    let result = {
-        let _lock = DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
-        let start = Instant::now();
-        let r = program.execute(&params, &graph_generators(&graph));
-        metrics::record_time("ExecuteTime", start.elapsed());
-        r
-    };
-    match result {
-        Ok(values) => {
-            if values.len() != placeholders.len() {
-                return Err(Error::runtime(
-                    "Expected number of outputs does not match the program's results",
-                ));
-            }
-            for (p, v) in placeholders.iter().zip(values) {
-                p.assign(match v {
-                    Val::Tensor(t) => DataValue::Tensor(t),
-                    Val::Scalar(s) => DataValue::Scalar(s),
-                });
-            }
-            Ok(())
-        }
+    match execute(&*program, &params, &graph_generators(&graph)) {
+        Ok(values) => assign(&placeholders, values),
         Err(e) => {
             for d in donated {
                 d.mark_lost();
@@ -654,6 +619,40 @@ fn schedule(
     synced: &[Arc<LazyTensor>],
     roots: &[Output],
 ) {
+    let placeholders = install_placeholders(synced, roots, true);
+    // What the run needs: the parameters. The step's IR is freed here, by the thread that
+    // made it (freed on the device thread, its memory went back to this thread's allocator
+    // arena under that arena's lock, which tracing then waited for).
+    let Graph { params, .. } = graph;
+    let run = move || {
+        // Runs are in order on one thread: an earlier run's placeholders are filled now.
+        let result = param_values(&params)
+            .and_then(|params| execute(&*program, &params, &[]))
+            .and_then(|values| assign(&placeholders, values));
+        if let Err(e) = result {
+            placeholders.iter().for_each(|p| p.fail(e.clone()));
+        }
+    };
+    if let Err(run) = crate::device_queue::schedule(Box::new(run)) {
+        run();
+    }
+}
+
+/// The values of a graph's parameters, in order (an error for data that has none).
+fn param_values(params: &[Arc<DeviceData>]) -> Result<Vec<Val>> {
+    params
+        .iter()
+        .map(|d| d.value().map(Val::from).ok_or_else(|| d.missing()))
+        .collect()
+}
+
+/// A placeholder for each root, installed as its synced tensor's data (LTC's order: before
+/// execution); with `drop_ir`, the tensor's IR goes (`mark_step`), else it stays beside it.
+fn install_placeholders(
+    synced: &[Arc<LazyTensor>],
+    roots: &[Output],
+    drop_ir: bool,
+) -> Vec<Arc<DeviceData>> {
     let placeholders: Vec<Arc<DeviceData>> = roots
         .iter()
         .map(|r| DeviceData::placeholder(r.shape().clone()))
@@ -662,46 +661,37 @@ fn schedule(
         let mut st = t.state();
         st.handle = Some(Arc::clone(p));
         st.tensor_data = None;
-        st.ir = None;
-    }
-    // What the run needs: the parameters. The step's IR is freed here, by the thread that
-    // made it (freed on the device thread, its memory went back to this thread's allocator
-    // arena under that arena's lock, which tracing then waited for).
-    let Graph { params, .. } = graph;
-    let run = move || {
-        let result = {
-            let _lock = DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
-            let start = Instant::now();
-            // Runs are in order on one thread: an earlier run's placeholders are filled now.
-            let r = params
-                .iter()
-                .map(|d| d.value().map(Val::from).ok_or_else(|| d.missing()))
-                .collect::<Result<Vec<_>>>()
-                .and_then(|params| program.execute(&params, &[]));
-            metrics::record_time("ExecuteTime", start.elapsed());
-            r
-        };
-        match result {
-            Ok(values) if values.len() == placeholders.len() => {
-                for (p, v) in placeholders.iter().zip(values) {
-                    p.assign(match v {
-                        Val::Tensor(t) => DataValue::Tensor(t),
-                        Val::Scalar(s) => DataValue::Scalar(s),
-                    });
-                }
-            }
-            Ok(_) => {
-                let e = Error::runtime(
-                    "Expected number of outputs does not match the program's results",
-                );
-                placeholders.iter().for_each(|p| p.fail(e.clone()));
-            }
-            Err(e) => placeholders.iter().for_each(|p| p.fail(e.clone())),
+        if drop_ir {
+            st.ir = None;
         }
-    };
-    if let Err(run) = crate::device_queue::schedule(Box::new(run)) {
-        run();
     }
+    placeholders
+}
+
+/// Runs `program` under the device lock, timed (`ExecuteTime`).
+fn execute(
+    program: &dyn Computation,
+    params: &[Val],
+    generators: &[Generator],
+) -> Result<Vec<Val>> {
+    let _lock = DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+    let start = Instant::now();
+    let r = program.execute(params, generators);
+    metrics::record_time("ExecuteTime", start.elapsed());
+    r
+}
+
+/// Fills the placeholders with a run's results, one each.
+fn assign(placeholders: &[Arc<DeviceData>], values: Vec<Val>) -> Result<()> {
+    if values.len() != placeholders.len() {
+        return Err(Error::runtime(
+            "Expected number of outputs does not match the program's results",
+        ));
+    }
+    for (p, v) in placeholders.iter().zip(values) {
+        p.assign(DataValue::from(v));
+    }
+    Ok(())
 }
 
 /// Syncs every live lazy tensor (LTC's `SyncLiveTensorsGraph`), IR replaced by data; without

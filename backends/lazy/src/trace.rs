@@ -357,6 +357,15 @@ impl From<DataValue> for Val {
     }
 }
 
+impl From<Val> for DataValue {
+    fn from(v: Val) -> DataValue {
+        match v {
+            Val::Tensor(t) => DataValue::Tensor(t),
+            Val::Scalar(s) => DataValue::Scalar(s),
+        }
+    }
+}
+
 /// A node's arguments at execution: attributes from the node, operands as values.
 pub struct LowerArgs<'a> {
     /// The node kind (named in errors).

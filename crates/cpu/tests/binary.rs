@@ -394,15 +394,6 @@ fn reduced_precision_results_are_rounded_before_a_wider_out() {
         op::add_out::call(&a, &b, Scalar::Int(1), &out).map(|r| vec![r])
     }))
     .unwrap();
-    let half_out = op::_to_copy::call(
-        &half_out[0],
-        Some(ScalarType::Float),
-        None,
-        None,
-        None,
-        false,
-        None,
-    )
-    .unwrap();
+    let half_out = switchyard_ops::TensorOps::to_dtype(&half_out[0], ScalarType::Float).unwrap();
     assert_eq!(half_out.to_vec::<f32>().unwrap(), [1.0, 2048.0]);
 }

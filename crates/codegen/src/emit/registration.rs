@@ -179,16 +179,7 @@ fn structured_wrapper(
     let out_op = &input.functions[g.out];
     let name = wrapper_name(key, f);
     let meta_name = unambiguous_name(&functional.schema).to_lowercase();
-    let meta_args: Vec<String> = functional
-        .schema
-        .arguments
-        .iter()
-        .map(|a| {
-            arg_by_name(f, &a.name)
-                .map(|m| arg_name(&m.name))
-                .ok_or_else(|| UnsupportedType(format!("{} lacks argument {}", f.schema, a.name)))
-        })
-        .collect::<Result<_, _>>()?;
+    let meta_args = args_named_as_in(functional, f)?;
     let n_out = out_op.schema.returns.len().max(1);
     let kind = f.kind();
     let outs_expr = match kind {
@@ -197,14 +188,7 @@ fn structured_wrapper(
         _ => format!("Outs::Out(&[{}])", outs_names(f).join(", ")),
     };
     let s = paths.structured;
-    // The result is borrowed, not moved out with `?`: moving a `Meta` out of its `Result`
-    // copied it through the stack, a store-forwarding stall on every call.
-    let mut body = format!(
-        "    let meta = {}::{meta_name}({}{}{outs_expr});\n    let meta = {s}::meta_ok(&meta)?;\n",
-        paths.meta,
-        meta_args.join(", "),
-        if meta_args.is_empty() { "" } else { ", " }
-    );
+    let mut body = meta_call(paths, &meta_name, &meta_args, &outs_expr);
     let impl_kernel = out_op.kernel(key).filter(|_| key != DispatchKey::Meta);
     if kind == SchemaKind::Functional
         && let Some(own) = impl_kernel.and_then(|k| functional_output_kernel(key, k))
@@ -224,14 +208,7 @@ fn structured_wrapper(
     }
     // The tensors the impl writes, and what the wrapper returns.
     let targets: Vec<String> = match kind {
-        SchemaKind::Functional => {
-            for i in 0..n_out {
-                body.push_str(&format!(
-                    "    let out{i} = {s}::create_out(meta.output({i})?)?;\n"
-                ));
-            }
-            (0..n_out).map(|i| format!("out{i}")).collect()
-        }
+        SchemaKind::Functional => create_outs(paths, n_out, &mut body),
         SchemaKind::Inplace => {
             body.push_str(&format!(
                 "    {s}::check_inplace(self_, meta.output(0)?)?;\n"
@@ -259,19 +236,7 @@ fn structured_wrapper(
                 impl_outputs.push(format!("&{t}"));
             }
         }
-        let impl_args: Vec<String> = out_op
-            .schema
-            .arguments
-            .iter()
-            .filter(|a| !a.is_out)
-            .map(|a| {
-                arg_by_name(f, &a.name)
-                    .map(|m| arg_name(&m.name))
-                    .ok_or_else(|| {
-                        UnsupportedType(format!("{} lacks argument {}", f.schema, a.name))
-                    })
-            })
-            .collect::<Result<_, _>>()?;
+        let impl_args = args_named_as_in(out_op, f)?;
         body.push_str(&format!(
             "    {}::{}(meta, {}{}{})?;\n",
             paths.native,
@@ -314,6 +279,49 @@ fn structured_wrapper(
     ))
 }
 
+/// The non-out arguments of `target`, each named as the argument of `f` with its name (a
+/// structured group's members share their argument names).
+fn args_named_as_in(target: &GenFunction, f: &GenFunction) -> Result<Vec<String>, UnsupportedType> {
+    target
+        .schema
+        .arguments
+        .iter()
+        .filter(|a| !a.is_out)
+        .map(|a| {
+            arg_by_name(f, &a.name)
+                .map(|m| arg_name(&m.name))
+                .ok_or_else(|| UnsupportedType(format!("{} lacks argument {}", f.schema, a.name)))
+        })
+        .collect()
+}
+
+/// A structured kernel's first lines: the meta function `meta_name` on `args` and `outs_expr`.
+/// The result is borrowed, not moved out with `?`: moving a `Meta` out of its `Result` copied
+/// it through the stack, a store-forwarding stall on every call.
+fn meta_call(paths: Paths, meta_name: &str, args: &[String], outs_expr: &str) -> String {
+    format!(
+        "    let meta = {}::{meta_name}({}{}{outs_expr});\n    let meta = {}::meta_ok(&meta)?;\n",
+        paths.meta,
+        args.join(", "),
+        if args.is_empty() { "" } else { ", " },
+        paths.structured
+    )
+}
+
+/// Appends the creation of a functional kernel's `n_out` outputs from the meta result to
+/// `body`; returns their names.
+fn create_outs(paths: Paths, n_out: usize, body: &mut String) -> Vec<String> {
+    (0..n_out)
+        .map(|i| {
+            body.push_str(&format!(
+                "    let out{i} = {}::create_out(meta.output({i})?)?;\n",
+                paths.structured
+            ));
+            format!("out{i}")
+        })
+        .collect()
+}
+
 /// Whether structured functional operator `f` takes its tensors only in lists (`cat`): called
 /// with empty lists it has no dispatch key, and PyTorch's dispatcher then runs the operator's
 /// slot for `Undefined`.
@@ -345,54 +353,17 @@ fn default_backend_wrapper(
     let out_op = &input.functions[g.out];
     let name = wrapper_name(key, f);
     let meta_name = unambiguous_name(&f.schema).to_lowercase();
-    let args: Vec<String> = f
-        .schema
-        .arguments
-        .iter()
-        .map(|a| arg_name(&a.name))
-        .collect();
-    let n_out = out_op.schema.returns.len().max(1);
-    let s = paths.structured;
-    let mut body = format!(
-        "    let meta = {}::{meta_name}({}{}Outs::Functional);\n    let meta = {s}::meta_ok(&meta)?;\n",
-        paths.meta,
-        args.join(", "),
-        if args.is_empty() { "" } else { ", " }
-    );
-    let outs: Vec<String> = (0..n_out).map(|i| format!("out{i}")).collect();
-    for (i, o) in outs.iter().enumerate() {
-        body.push_str(&format!(
-            "    let {o} = {s}::create_out(meta.output({i})?)?;\n"
-        ));
-    }
-    let out_args: Vec<String> = out_op
-        .schema
-        .arguments
-        .iter()
-        .map(|a| {
-            if a.is_out {
-                let i = out_op
-                    .schema
-                    .arguments
-                    .iter()
-                    .filter(|o| o.is_out)
-                    .position(|o| o.name == a.name)
-                    .unwrap_or(0);
-                Ok(format!("&out{i}"))
-            } else {
-                arg_by_name(f, &a.name)
-                    .map(|m| arg_name(&m.name))
-                    .ok_or_else(|| {
-                        UnsupportedType(format!("{} lacks argument {}", f.schema, a.name))
-                    })
-            }
-        })
-        .collect::<Result<_, _>>()?;
+    let args = args_named_as_in(f, f)?;
+    let mut body = meta_call(paths, &meta_name, &args, "Outs::Functional");
+    let outs = create_outs(paths, out_op.schema.returns.len().max(1), &mut body);
+    // The out= operator's own arguments, then its outputs (last in every out= schema).
+    let mut call_args = args_named_as_in(out_op, f)?;
+    call_args.extend(outs.iter().map(|o| format!("&{o}")));
     body.push_str(&format!(
         "    {}::{}::call({})?;\n    Ok({})\n",
         paths.op,
         op_type_name(&out_op.schema),
-        out_args.join(", "),
+        call_args.join(", "),
         if outs.len() == 1 {
             outs[0].clone()
         } else {
