@@ -129,6 +129,19 @@ impl DeviceData {
         *self.value.lock().unwrap_or_else(PoisonError::into_inner) = Some(v);
     }
 
+    /// Drops the value of data nobody else holds (`d` is the last handle), leaving the
+    /// empty handle to be freed elsewhere.
+    pub(crate) fn free_value_if_unshared(d: &mut Arc<DeviceData>) {
+        if let Some(d) = Arc::get_mut(d) {
+            drop(
+                d.value
+                    .get_mut()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take(),
+            );
+        }
+    }
+
     /// Empties the data again (an execution failed after placeholders were installed).
     pub(crate) fn clear(&self) {
         *self.value.lock().unwrap_or_else(PoisonError::into_inner) = None;

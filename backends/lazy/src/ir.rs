@@ -580,10 +580,18 @@ impl Node {
 
 impl Drop for Node {
     /// Iterative: dropping the root of a 100000-node chain must not overflow the stack.
+    /// The common case (the last handle of a node) empties it in place: moving each node out
+    /// of its `Arc` (`into_inner`) copied the whole node, 1.6% of the tracing thread's samples
+    /// in a profile of the demo's training step. The work list stays on the stack for small
+    /// graphs.
     fn drop(&mut self) {
-        let mut work: Vec<Arc<Node>> = self.operands.drain(..).map(|o| o.node).collect();
-        while let Some(n) = work.pop() {
-            if let Some(mut inner) = Arc::into_inner(n) {
+        let mut work: SmallVec<[Arc<Node>; 16]> = self.operands.drain(..).map(|o| o.node).collect();
+        while let Some(mut n) = work.pop() {
+            if let Some(inner) = Arc::get_mut(&mut n) {
+                // The only handle: its operands are taken, then it is freed empty.
+                work.extend(inner.operands.drain(..).map(|o| o.node));
+            } else if let Some(mut inner) = Arc::into_inner(n) {
+                // Weakly referenced (IR reuse), or another thread dropped its handle meanwhile.
                 work.extend(inner.operands.drain(..).map(|o| o.node));
             }
         }

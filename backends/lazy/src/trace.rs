@@ -334,6 +334,20 @@ pub fn shapes_of_tensors(ts: &[&Tensor]) -> SmallVec<[Shape; 1]> {
     ts.iter().map(|t| Shape::of(t)).collect()
 }
 
+/// The contiguous shapes of views' sizes (a `<view>_copy`'s outputs, from its view's).
+pub fn contiguous_shapes_of_tensors(ts: &[&Tensor]) -> SmallVec<[Shape; 1]> {
+    ts.iter()
+        .map(|t| Shape::contiguous(t.dtype(), &t.sizes()))
+        .collect()
+}
+
+/// [`contiguous_shapes_of_tensors`] of a `Tensor[]` result.
+pub fn contiguous_shapes_of_list(ts: &[Tensor]) -> SmallVec<[Shape; 1]> {
+    ts.iter()
+        .map(|t| Shape::contiguous(t.dtype(), &t.sizes()))
+        .collect()
+}
+
 /// The key set lowerings redispatch with: the `CPU` kernel alone, no layer above it.
 pub fn cpu_only() -> DispatchKeySet {
     DispatchKeySet::from_key(DispatchKey::CPU)

@@ -8,7 +8,7 @@
 
 use crate::ir::Attr;
 use crate::metrics::Counter;
-use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors, wrapped_scalar};
+use crate::trace::{NodeBuilder, contiguous_shapes_of_list, contiguous_shapes_of_tensors, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors, wrapped_scalar};
 use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
@@ -1278,12 +1278,12 @@ pub(crate) fn lazy_permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::permute_copy::call(&b.shadow(self_)?, dims)?
+        op::permute::call(&b.shadow(self_)?, dims)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1298,12 +1298,12 @@ pub(crate) fn lazy_transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> R
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::transpose_copy_int::call(&b.shadow(self_)?, dim0, dim1)?
+        op::transpose_int::call(&b.shadow(self_)?, dim0, dim1)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1320,12 +1320,12 @@ pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::slice_copy_Tensor::call(&b.shadow(self_)?, dim, start, end, step)?
+        op::slice_Tensor::call(&b.shadow(self_)?, dim, start, end, step)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1339,12 +1339,12 @@ pub(crate) fn lazy_unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::unsqueeze_copy::call(&b.shadow(self_)?, dim)?
+        op::unsqueeze::call(&b.shadow(self_)?, dim)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1357,12 +1357,12 @@ pub(crate) fn lazy_alias_copy(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::alias_copy::call(&b.shadow(self_)?)?
+        op::alias::call(&b.shadow(self_)?)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1375,12 +1375,12 @@ pub(crate) fn lazy_detach_copy(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::detach_copy::call(&b.shadow(self_)?)?
+        op::detach::call(&b.shadow(self_)?)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1436,12 +1436,12 @@ pub(crate) fn lazy_squeeze_copy(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::squeeze_copy::call(&b.shadow(self_)?)?
+        op::squeeze::call(&b.shadow(self_)?)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1455,12 +1455,12 @@ pub(crate) fn lazy_view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::view_copy_dtype::call(&b.shadow(self_)?, dtype)?
+        op::view_dtype::call(&b.shadow(self_)?, dtype)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1475,12 +1475,12 @@ pub(crate) fn lazy_split_copy_Tensor(self_: &Tensor, split_size: i64, dim: i64) 
     if let Some(outs) = b.reuse()? {
         return Ok(outs);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::split_copy_Tensor::call(&b.shadow(self_)?, split_size, dim)?
+        op::split_Tensor::call(&b.shadow(self_)?, split_size, dim)?
     };
-    let shapes = shapes_of_list(&o0);
+    let shapes = contiguous_shapes_of_list(&o0);
     b.build(shapes)
 }
 
@@ -1494,12 +1494,12 @@ pub(crate) fn lazy_unbind_copy_int(self_: &Tensor, dim: i64) -> Result<Vec<Tenso
     if let Some(outs) = b.reuse()? {
         return Ok(outs);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::unbind_copy_int::call(&b.shadow(self_)?, dim)?
+        op::unbind_int::call(&b.shadow(self_)?, dim)?
     };
-    let shapes = shapes_of_list(&o0);
+    let shapes = contiguous_shapes_of_list(&o0);
     b.build(shapes)
 }
 

@@ -8,7 +8,7 @@
 
 use crate::ir::Attr;
 use crate::metrics::Counter;
-use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors, wrapped_scalar};
+use crate::trace::{NodeBuilder, contiguous_shapes_of_list, contiguous_shapes_of_tensors, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors, wrapped_scalar};
 use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
@@ -1256,12 +1256,12 @@ pub(crate) fn lazy_view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: reshape (the kernel's view, or its fallback) on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::view_copy::call(&b.shadow(self_)?, size)?
+        op::reshape::call(&b.shadow(self_)?, size)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1274,12 +1274,12 @@ pub(crate) fn lazy_t_copy(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::t_copy::call(&b.shadow(self_)?)?
+        op::t::call(&b.shadow(self_)?)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1294,12 +1294,12 @@ pub(crate) fn lazy_expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::expand_copy::call(&b.shadow(self_)?, size, implicit)?
+        op::expand::call(&b.shadow(self_)?, size, implicit)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1314,12 +1314,12 @@ pub(crate) fn lazy_select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Resu
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::select_copy_int::call(&b.shadow(self_)?, dim, index)?
+        op::select_int::call(&b.shadow(self_)?, dim, index)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1333,12 +1333,12 @@ pub(crate) fn lazy_squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::squeeze_copy_dim::call(&b.shadow(self_)?, dim)?
+        op::squeeze_dim::call(&b.shadow(self_)?, dim)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1354,12 +1354,12 @@ pub(crate) fn lazy_as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64],
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::as_strided_copy::call(&b.shadow(self_)?, size, stride, storage_offset)?
+        op::as_strided::call(&b.shadow(self_)?, size, stride, storage_offset)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1420,12 +1420,12 @@ pub(crate) fn lazy_diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::diagonal_copy::call(&b.shadow(self_)?, offset, dim1, dim2)?
+        op::diagonal::call(&b.shadow(self_)?, offset, dim1, dim2)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1439,12 +1439,12 @@ pub(crate) fn lazy_squeeze_copy_dims(self_: &Tensor, dim: &[i64]) -> Result<Tens
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::squeeze_copy_dims::call(&b.shadow(self_)?, dim)?
+        op::squeeze_dims::call(&b.shadow(self_)?, dim)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1460,12 +1460,12 @@ pub(crate) fn lazy_unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::unfold_copy::call(&b.shadow(self_)?, dimension, size, step)?
+        op::unfold::call(&b.shadow(self_)?, dimension, size, step)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1480,12 +1480,12 @@ pub(crate) fn lazy_split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], di
     if let Some(outs) = b.reuse()? {
         return Ok(outs);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::split_with_sizes_copy::call(&b.shadow(self_)?, split_sizes, dim)?
+        op::split_with_sizes::call(&b.shadow(self_)?, split_sizes, dim)?
     };
-    let shapes = shapes_of_list(&o0);
+    let shapes = contiguous_shapes_of_list(&o0);
     b.build(shapes)
 }
 
@@ -1498,12 +1498,12 @@ pub(crate) fn lazy_lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
+    // A view copy: the view on meta shadows of the operands, made contiguous.
     let o0 = {
         let _guard = meta_guard();
-        op::lift_fresh_copy::call(&b.shadow(self_)?)?
+        op::lift_fresh::call(&b.shadow(self_)?)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
+    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 

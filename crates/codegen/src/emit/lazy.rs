@@ -30,6 +30,7 @@ use super::rust::{arg_name, arg_type, fn_name, op_type_name, output_type, unambi
 use crate::NativeFunctions;
 use crate::backend::BackendYaml;
 use std::path::PathBuf;
+use switchyard_core::DispatchKey;
 use switchyard_schema::{Argument, BaseType, Type};
 
 /// Number of `kernels_N.rs` / `lowerings_N.rs` shards.
@@ -438,10 +439,38 @@ fn trace_kernel(
         } else {
             format!("({})", outs.join(", "))
         };
+        // A `<view>_copy` is its view cloned contiguous: the view alone on the meta shadows
+        // gives its sizes, checks and messages, without the clone's meta allocation.
+        // (Only where that body is its Meta and CPU kernel: `narrow_copy` has its own.)
+        let generated_body =
+            f.kernel(DispatchKey::Meta).is_none() && f.kernel(DispatchKey::CPU).is_none();
+        let (comment, callee, contiguous) = match f.view_copy_of.filter(|_| generated_body) {
+            // `view_copy` reshapes where the view fails (the kernel's fallback, same sizes).
+            Some(view)
+                if input.functions[view].schema.name.name.base == "view"
+                    && input.functions[view].schema.name.overload_name.is_empty() =>
+            {
+                (
+                    "A view copy: reshape (the kernel's view, or its fallback) on meta shadows of the operands, made contiguous.",
+                    "reshape".to_string(),
+                    "contiguous_",
+                )
+            }
+            Some(view) => (
+                "A view copy: the view on meta shadows of the operands, made contiguous.",
+                op_type_name(&input.functions[view].schema),
+                "contiguous_",
+            ),
+            None => (
+                "Not structured: the Meta kernel on meta shadows of the operands.",
+                op_type_name(&f.schema),
+                "",
+            ),
+        };
         let shapes = match returns {
-            Returns::List => "shapes_of_list(&o0)".to_string(),
+            Returns::List => format!("{contiguous}shapes_of_list(&o0)"),
             Returns::Tensors(_) => format!(
-                "shapes_of_tensors(&[{}])",
+                "{contiguous}shapes_of_tensors(&[{}])",
                 outs.iter()
                     .map(|o| format!("&{o}"))
                     .collect::<Vec<_>>()
@@ -449,8 +478,7 @@ fn trace_kernel(
             ),
         };
         body.push_str(&format!(
-            "    // Not structured: the Meta kernel on meta shadows of the operands.\n    let {pattern} = {{\n        let _guard = meta_guard();\n        op::{}::call({})?\n    }};\n    let shapes = {shapes};\n",
-            op_type_name(&f.schema),
+            "    // {comment}\n    let {pattern} = {{\n        let _guard = meta_guard();\n        op::{callee}::call({})?\n    }};\n    let shapes = {shapes};\n",
             args.join(", "),
         ));
     }
@@ -622,7 +650,7 @@ fn kernels_file(
     out.push_str(
         "use crate::ir::Attr;\n\
          use crate::metrics::Counter;\n\
-         use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors, wrapped_scalar};\n\
+         use crate::trace::{NodeBuilder, contiguous_shapes_of_list, contiguous_shapes_of_tensors, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors, wrapped_scalar};\n\
          use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};\n\
          use switchyard_ops::op;\n\
          use switchyard_ops::structured::Outs;\n\n",
