@@ -384,6 +384,9 @@ pub struct NodeInfo {
     /// Number of outputs (0 for a `Tensor[]` return: each node has as many as its shape
     /// inference gave).
     pub num_outputs: usize,
+    /// Draws random numbers (tagged `nondeterministic_seeded`): never merged by CSE or
+    /// reused, and programs keep the draws' order.
+    pub random: bool,
     /// The lowering.
     pub lower: LowerFn,
 }

@@ -260,9 +260,18 @@ impl NodeBuilder {
 
     /// Builds a one-output node and returns its lazy tensor.
     pub fn build_one(self, shapes: SmallVec<[Shape; 1]>) -> Result<Tensor> {
-        let mut v = self.build(shapes)?;
-        v.pop()
-            .ok_or_else(|| Error::runtime("internal error: a lazy node without outputs"))
+        if shapes.len() != 1 {
+            return Err(Error::runtime(format!(
+                "internal error: a one-output lazy node with {} shapes",
+                shapes.len()
+            )));
+        }
+        let device = self.device.unwrap_or_else(crate::device);
+        let node = Arc::new(Node::new(self.info, self.operands, self.args, shapes));
+        if crate::trie::reuse_ir() {
+            crate::trie::insert(&node);
+        }
+        create_from_ir(Output { node, index: 0 }, device)
     }
 }
 

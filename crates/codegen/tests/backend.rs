@@ -1089,13 +1089,23 @@ fn lazy_backend_generates_nodes_kernels_and_lowerings() {
     assert!(s < r && r < m, "{add}");
     // Structured (and delegating) operators call their meta function on the lazy tensors...
     assert!(kernel("lazy_sum_dim_IntList").contains("switchyard_ops::meta::sum_dim_intlist("));
-    // ...the others run the Meta kernel on meta shadows.
+    // ...a generated `<view>_copy` runs its view on meta shadows (`view_copy`: reshape, the
+    // kernel's fallback) and takes contiguous shapes of the result...
     let view = kernel("lazy_view_copy");
     assert!(
-        view.contains("op::view_copy::call(&b.shadow(self_)?, size)?"),
+        view.contains("op::reshape::call(&b.shadow(self_)?, size)?")
+            && view.contains("let shapes = contiguous_shapes_of_tensors(&[&o0]);")
+            && !view.contains("op::view_copy::call"),
         "{view}"
     );
     assert!(view.contains("b.attr(Attr::from(size));"), "{view}");
+    // ...and the others run their Meta kernel on meta shadows.
+    let layer_norm = kernel("lazy_native_layer_norm");
+    assert!(
+        layer_norm.contains("op::native_layer_norm::call(&b.shadow(input)?, normalized_shape,")
+            && layer_norm.contains("let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);"),
+        "{layer_norm}"
+    );
     let ln = kernel("lazy_native_layer_norm");
     assert!(ln.contains("b.opt_tensor(weight)?;"), "{ln}");
     assert!(
@@ -1188,10 +1198,11 @@ fn lazy_backend_flattens_tensor_lists_and_returns_tensor_lists() {
     assert!(
         index.contains("op::index_Tensor::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?)?")
     );
-    // A Tensor[] return: one node, one output per piece of the Meta kernel's result.
+    // A Tensor[] return: one node, one output per piece of the view's result.
     let split = kernel("lazy_split_copy_Tensor");
     assert!(
-        split.contains("let shapes = shapes_of_list(&o0);\n    b.build(shapes)"),
+        split.contains("op::split_Tensor::call(&b.shadow(self_)?, split_size, dim)?")
+            && split.contains("let shapes = contiguous_shapes_of_list(&o0);\n    b.build(shapes)"),
         "{split}"
     );
     assert!(split.contains("return Ok(outs);"), "{split}");

@@ -290,18 +290,7 @@ impl Program {
 
 /// Operators never merged by CSE (random ones: two draws differ).
 pub(crate) fn deterministic(info: &NodeInfo) -> bool {
-    let name = info.qualified.trim_start_matches("aten::");
-    !(name.starts_with("rand")
-        || name.starts_with("uniform")
-        || name.starts_with("normal")
-        || name.starts_with("bernoulli")
-        || name.contains("dropout")
-        || name.starts_with("multinomial")
-        || name.starts_with("exponential")
-        || name.starts_with("geometric")
-        || name.starts_with("cauchy")
-        || name.starts_with("log_normal")
-        || name.starts_with("random"))
+    !info.random
 }
 
 /// Compiles the post-order `order` (device-data nodes are parameters, `param_of` maps them)

@@ -391,6 +391,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other", "rounding_mode"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_div_Tensor_mode,
     },
     NodeInfo {
@@ -401,6 +402,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_expm1,
     },
     NodeInfo {
@@ -411,6 +413,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_log1p,
     },
     NodeInfo {
@@ -421,6 +424,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_log2,
     },
     NodeInfo {
@@ -431,6 +435,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_sin,
     },
     NodeInfo {
@@ -441,6 +446,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_cos,
     },
     NodeInfo {
@@ -451,6 +457,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_tan,
     },
     NodeInfo {
@@ -461,6 +468,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_erf,
     },
     NodeInfo {
@@ -471,6 +479,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_ceil,
     },
     NodeInfo {
@@ -481,6 +490,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_floor,
     },
     NodeInfo {
@@ -491,6 +501,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_round,
     },
     NodeInfo {
@@ -501,6 +512,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "decimals"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_round_decimals,
     },
     NodeInfo {
@@ -511,6 +523,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_trunc,
     },
     NodeInfo {
@@ -521,6 +534,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_sign,
     },
     NodeInfo {
@@ -531,6 +545,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_reciprocal,
     },
     NodeInfo {
@@ -541,6 +556,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_rsqrt,
     },
     NodeInfo {
@@ -551,6 +567,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_silu,
     },
     NodeInfo {
@@ -561,6 +578,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "approximate"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_gelu,
     },
     NodeInfo {
@@ -571,6 +589,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_bitwise_not,
     },
     NodeInfo {
@@ -581,6 +600,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_logical_not,
     },
     NodeInfo {
@@ -591,6 +611,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_isnan,
     },
     NodeInfo {
@@ -601,6 +622,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_isinf,
     },
     NodeInfo {
@@ -611,6 +633,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "nan", "posinf", "neginf"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_nan_to_num,
     },
     NodeInfo {
@@ -621,6 +644,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_minimum,
     },
     NodeInfo {
@@ -631,6 +655,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_atan2,
     },
     NodeInfo {
@@ -641,6 +666,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_fmod_Tensor,
     },
     NodeInfo {
@@ -651,6 +677,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_remainder_Tensor,
     },
     NodeInfo {
@@ -661,6 +688,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Scalar, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_remainder_Scalar_Tensor,
     },
     NodeInfo {
@@ -671,6 +699,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "exponent"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_pow_Tensor_Tensor,
     },
     NodeInfo {
@@ -681,6 +710,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "exponent"],
         arg_kinds: &[ArgKind::Scalar, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_pow_Scalar,
     },
     NodeInfo {
@@ -691,6 +721,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_ne_Tensor,
     },
     NodeInfo {
@@ -701,6 +732,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_ne_Scalar,
     },
     NodeInfo {
@@ -711,6 +743,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_ge_Tensor,
     },
     NodeInfo {
@@ -721,6 +754,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_ge_Scalar,
     },
     NodeInfo {
@@ -731,6 +765,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_le_Tensor,
     },
     NodeInfo {
@@ -741,6 +776,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_le_Scalar,
     },
     NodeInfo {
@@ -751,6 +787,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "min", "max"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_clamp,
     },
     NodeInfo {
@@ -761,6 +798,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "min", "max"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensor, ArgKind::OptTensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_clamp_Tensor,
     },
     NodeInfo {
@@ -771,6 +809,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "min"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_clamp_min,
     },
     NodeInfo {
@@ -781,6 +820,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "min"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_clamp_min_Tensor,
     },
     NodeInfo {
@@ -791,6 +831,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "max"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_clamp_max,
     },
     NodeInfo {
@@ -801,6 +842,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "max"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_clamp_max_Tensor,
     },
     NodeInfo {
@@ -811,6 +853,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_logical_and,
     },
     NodeInfo {
@@ -821,6 +864,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_logical_or,
     },
     NodeInfo {
@@ -831,6 +875,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_logical_xor,
     },
     NodeInfo {
@@ -841,6 +886,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_bitwise_and_Tensor,
     },
     NodeInfo {
@@ -851,6 +897,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_bitwise_or_Tensor,
     },
     NodeInfo {
@@ -861,6 +908,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_bitwise_xor_Tensor,
     },
     NodeInfo {
@@ -871,6 +919,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "mask", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_masked_fill_Scalar,
     },
     NodeInfo {
@@ -881,6 +930,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "mask", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_masked_fill_Tensor,
     },
     NodeInfo {
@@ -891,6 +941,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other", "alpha"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_add_Tensor,
     },
     NodeInfo {
@@ -901,6 +952,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other", "alpha"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_sub_Tensor,
     },
     NodeInfo {
@@ -911,6 +963,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_mul_Tensor,
     },
     NodeInfo {
@@ -921,6 +974,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_div_Tensor,
     },
     NodeInfo {
@@ -931,6 +985,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_neg,
     },
     NodeInfo {
@@ -941,6 +996,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_exp,
     },
     NodeInfo {
@@ -951,6 +1007,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_log,
     },
     NodeInfo {
@@ -961,6 +1018,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_tanh,
     },
     NodeInfo {
@@ -971,6 +1029,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_relu,
     },
     NodeInfo {
@@ -981,6 +1040,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_sigmoid,
     },
     NodeInfo {
@@ -991,6 +1051,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_sqrt,
     },
     NodeInfo {
@@ -1001,6 +1062,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_abs,
     },
     NodeInfo {
@@ -1011,6 +1073,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "exponent"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_pow_Tensor_Scalar,
     },
     NodeInfo {
@@ -1021,6 +1084,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_maximum,
     },
     NodeInfo {
@@ -1031,6 +1095,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_eq_Tensor,
     },
     NodeInfo {
@@ -1041,6 +1106,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_eq_Scalar,
     },
     NodeInfo {
@@ -1051,6 +1117,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_gt_Tensor,
     },
     NodeInfo {
@@ -1061,6 +1128,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_gt_Scalar,
     },
     NodeInfo {
@@ -1071,6 +1139,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_lt_Tensor,
     },
     NodeInfo {
@@ -1081,6 +1150,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_lt_Scalar,
     },
     NodeInfo {
@@ -1091,6 +1161,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["condition", "self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_where_self,
     },
     NodeInfo {
@@ -1101,6 +1172,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other", "alpha"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_add_Scalar,
     },
     NodeInfo {
@@ -1111,6 +1183,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other", "alpha"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_sub_Scalar,
     },
     NodeInfo {
@@ -1121,6 +1194,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_mul_Scalar,
     },
     NodeInfo {
@@ -1131,6 +1205,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_div_Scalar,
     },
     NodeInfo {
@@ -1141,6 +1216,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other", "rounding_mode"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_div_Scalar_mode,
     },
     NodeInfo {
@@ -1151,6 +1227,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_fmod_Scalar,
     },
     NodeInfo {
@@ -1161,6 +1238,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_remainder_Scalar,
     },
     NodeInfo {
@@ -1171,6 +1249,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_bitwise_and_Scalar,
     },
     NodeInfo {
@@ -1181,6 +1260,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_bitwise_or_Scalar,
     },
     NodeInfo {
@@ -1191,6 +1271,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_bitwise_xor_Scalar,
     },
     NodeInfo {
@@ -1201,6 +1282,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_all,
     },
     NodeInfo {
@@ -1211,6 +1293,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_all_dim,
     },
     NodeInfo {
@@ -1221,6 +1304,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_all_dims,
     },
     NodeInfo {
@@ -1231,6 +1315,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_any,
     },
     NodeInfo {
@@ -1241,6 +1326,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_any_dim,
     },
     NodeInfo {
@@ -1251,6 +1337,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_any_dims,
     },
     NodeInfo {
@@ -1261,6 +1348,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_argmax,
     },
     NodeInfo {
@@ -1271,6 +1359,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_argmin,
     },
     NodeInfo {
@@ -1281,6 +1370,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_amin,
     },
     NodeInfo {
@@ -1291,6 +1381,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
+        random: false,
         lower: super::lowerings_0::lower_aminmax,
     },
     NodeInfo {
@@ -1301,6 +1392,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_max,
     },
     NodeInfo {
@@ -1311,6 +1403,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_min,
     },
     NodeInfo {
@@ -1321,6 +1414,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
+        random: false,
         lower: super::lowerings_1::lower_max_dim,
     },
     NodeInfo {
@@ -1331,6 +1425,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
+        random: false,
         lower: super::lowerings_0::lower_min_dim,
     },
     NodeInfo {
@@ -1341,6 +1436,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_prod,
     },
     NodeInfo {
@@ -1351,6 +1447,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_prod_dim_int,
     },
     NodeInfo {
@@ -1361,6 +1458,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_mean,
     },
     NodeInfo {
@@ -1371,6 +1469,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_logsumexp,
     },
     NodeInfo {
@@ -1381,6 +1480,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "correction", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_std_correction,
     },
     NodeInfo {
@@ -1391,6 +1491,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "correction", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_var_correction,
     },
     NodeInfo {
@@ -1401,6 +1502,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "correction", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
+        random: false,
         lower: super::lowerings_1::lower_var_mean_correction,
     },
     NodeInfo {
@@ -1411,6 +1513,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "ord", "dim", "keepdim", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_linalg_vector_norm,
     },
     NodeInfo {
@@ -1421,6 +1524,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_cumsum,
     },
     NodeInfo {
@@ -1431,6 +1535,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_cumprod,
     },
     NodeInfo {
@@ -1441,6 +1546,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_sum,
     },
     NodeInfo {
@@ -1451,6 +1557,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_sum_dim_IntList,
     },
     NodeInfo {
@@ -1461,6 +1568,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_mean_dim,
     },
     NodeInfo {
@@ -1471,6 +1579,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_amax,
     },
     NodeInfo {
@@ -1481,6 +1590,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "mat2"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_bmm,
     },
     NodeInfo {
@@ -1491,6 +1601,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "batch1", "batch2", "beta", "alpha"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Scalar, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_baddbmm,
     },
     NodeInfo {
@@ -1501,6 +1612,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "tensor"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_dot,
     },
     NodeInfo {
@@ -1511,6 +1623,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "target", "reduction"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_mse_loss,
     },
     NodeInfo {
@@ -1521,6 +1634,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "target", "weight", "reduction", "ignore_index"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::OptTensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
+        random: false,
         lower: super::lowerings_1::lower_nll_loss_forward,
     },
     NodeInfo {
@@ -1531,6 +1645,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_avg_pool2d,
     },
     NodeInfo {
@@ -1541,6 +1656,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "kernel_size", "stride", "padding", "dilation", "ceil_mode"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
+        random: false,
         lower: super::lowerings_1::lower_max_pool2d_with_indices,
     },
     NodeInfo {
@@ -1551,6 +1667,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["input", "weight", "bias", "stride", "padding", "dilation", "transposed", "output_padding", "groups"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::OptTensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_convolution,
     },
     NodeInfo {
@@ -1561,6 +1678,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["weight", "indices", "padding_idx", "scale_grad_by_freq", "sparse"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_embedding,
     },
     NodeInfo {
@@ -1571,6 +1689,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "pad", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_constant_pad_nd,
     },
     NodeInfo {
@@ -1581,6 +1700,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["input", "weight", "bias", "training", "momentum", "eps"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensor, ArgKind::OptTensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 3,
+        random: false,
         lower: super::lowerings_1::lower__native_batch_norm_legit_no_stats,
     },
     NodeInfo {
@@ -1591,6 +1711,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["input", "weight", "bias", "running_mean", "running_var", "momentum", "eps"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensor, ArgKind::OptTensor, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 3,
+        random: false,
         lower: super::lowerings_0::lower__native_batch_norm_legit_no_training,
     },
     NodeInfo {
@@ -1601,6 +1722,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["input", "weight", "bias", "running_mean", "running_var", "training", "momentum", "eps"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensor, ArgKind::OptTensor, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 5,
+        random: false,
         lower: super::lowerings_1::lower__native_batch_norm_legit_functional,
     },
     NodeInfo {
@@ -1611,6 +1733,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["input", "p", "train"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
+        random: true,
         lower: super::lowerings_0::lower_native_dropout,
     },
     NodeInfo {
@@ -1621,6 +1744,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "mat2"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_mm,
     },
     NodeInfo {
@@ -1631,6 +1755,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "mat1", "mat2", "beta", "alpha"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Scalar, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_addmm,
     },
     NodeInfo {
@@ -1641,6 +1766,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "half_to_float"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower__softmax,
     },
     NodeInfo {
@@ -1651,6 +1777,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "half_to_float"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower__log_softmax,
     },
     NodeInfo {
@@ -1661,6 +1788,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["input", "normalized_shape", "weight", "bias", "eps"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::OptTensor, ArgKind::OptTensor, ArgKind::Attr],
         num_outputs: 3,
+        random: false,
         lower: super::lowerings_1::lower_native_layer_norm,
     },
     NodeInfo {
@@ -1671,6 +1799,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "src", "non_blocking"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_copy,
     },
     NodeInfo {
@@ -1681,6 +1810,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_fill_Scalar,
     },
     NodeInfo {
@@ -1691,6 +1821,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_fill_Tensor,
     },
     NodeInfo {
@@ -1701,6 +1832,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_zero,
     },
     NodeInfo {
@@ -1711,6 +1843,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "from", "to", "generator"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: true,
         lower: super::lowerings_0::lower_uniform,
     },
     NodeInfo {
@@ -1721,6 +1854,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "mean", "std", "generator"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: true,
         lower: super::lowerings_1::lower_normal_functional,
     },
     NodeInfo {
@@ -1731,6 +1865,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "generator"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: true,
         lower: super::lowerings_0::lower_bernoulli,
     },
     NodeInfo {
@@ -1741,6 +1876,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "p", "generator"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: true,
         lower: super::lowerings_1::lower_bernoulli_p,
     },
     NodeInfo {
@@ -1751,6 +1887,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "p", "generator"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: true,
         lower: super::lowerings_0::lower_bernoulli_Tensor,
     },
     NodeInfo {
@@ -1761,6 +1898,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "size"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_view_copy,
     },
     NodeInfo {
@@ -1771,6 +1909,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dims"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_permute_copy,
     },
     NodeInfo {
@@ -1781,6 +1920,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_t_copy,
     },
     NodeInfo {
@@ -1791,6 +1931,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim0", "dim1"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_transpose_copy_int,
     },
     NodeInfo {
@@ -1801,6 +1942,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "size", "implicit"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_expand_copy,
     },
     NodeInfo {
@@ -1811,6 +1953,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "start", "end", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_slice_copy_Tensor,
     },
     NodeInfo {
@@ -1821,6 +1964,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "index"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_select_copy_int,
     },
     NodeInfo {
@@ -1831,6 +1975,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_unsqueeze_copy,
     },
     NodeInfo {
@@ -1841,6 +1986,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_squeeze_copy_dim,
     },
     NodeInfo {
@@ -1851,6 +1997,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_alias_copy,
     },
     NodeInfo {
@@ -1861,6 +2008,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "size", "stride", "storage_offset"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_as_strided_copy,
     },
     NodeInfo {
@@ -1871,6 +2019,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_detach_copy,
     },
     NodeInfo {
@@ -1881,6 +2030,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "src", "dim", "start", "end", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_slice_scatter,
     },
     NodeInfo {
@@ -1891,6 +2041,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "src", "dim", "index"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_select_scatter,
     },
     NodeInfo {
@@ -1901,6 +2052,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "src", "size", "stride", "storage_offset"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_as_strided_scatter,
     },
     NodeInfo {
@@ -1911,6 +2063,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "src", "offset", "dim1", "dim2"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_diagonal_scatter,
     },
     NodeInfo {
@@ -1921,6 +2074,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "offset", "dim1", "dim2"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_diagonal_copy,
     },
     NodeInfo {
@@ -1931,6 +2085,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_squeeze_copy,
     },
     NodeInfo {
@@ -1941,6 +2096,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_squeeze_copy_dims,
     },
     NodeInfo {
@@ -1951,6 +2107,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_view_copy_dtype,
     },
     NodeInfo {
@@ -1961,6 +2118,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dimension", "size", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_unfold_copy,
     },
     NodeInfo {
@@ -1971,6 +2129,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "split_size", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 0,
+        random: false,
         lower: super::lowerings_0::lower_split_copy_Tensor,
     },
     NodeInfo {
@@ -1981,6 +2140,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "split_sizes", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 0,
+        random: false,
         lower: super::lowerings_1::lower_split_with_sizes_copy,
     },
     NodeInfo {
@@ -1991,6 +2151,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 0,
+        random: false,
         lower: super::lowerings_0::lower_unbind_copy_int,
     },
     NodeInfo {
@@ -2001,6 +2162,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_lift_fresh_copy,
     },
     NodeInfo {
@@ -2011,6 +2173,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "start", "length"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_narrow_copy,
     },
     NodeInfo {
@@ -2021,6 +2184,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["grad_in", "input_sizes", "dim", "size", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_unfold_backward,
     },
     NodeInfo {
@@ -2031,6 +2195,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dims"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_flip,
     },
     NodeInfo {
@@ -2041,6 +2206,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "shifts", "dims"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_roll,
     },
     NodeInfo {
@@ -2051,6 +2217,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "repeats"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_repeat,
     },
     NodeInfo {
@@ -2061,6 +2228,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "index"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_index_select,
     },
     NodeInfo {
@@ -2071,6 +2239,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "index", "sparse_grad"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_gather,
     },
     NodeInfo {
@@ -2081,6 +2250,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "index", "src"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_scatter_src,
     },
     NodeInfo {
@@ -2091,6 +2261,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "index", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_scatter_value,
     },
     NodeInfo {
@@ -2101,6 +2272,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "index", "src", "reduce"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_scatter_reduce,
     },
     NodeInfo {
@@ -2111,6 +2283,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "index", "value", "reduce"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Scalar, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_scatter_value_reduce,
     },
     NodeInfo {
@@ -2121,6 +2294,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "index", "src"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_scatter_add,
     },
     NodeInfo {
@@ -2131,6 +2305,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "diagonal"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_tril,
     },
     NodeInfo {
@@ -2141,6 +2316,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "diagonal"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_triu,
     },
     NodeInfo {
@@ -2151,6 +2327,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dim", "descending"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
+        random: false,
         lower: super::lowerings_0::lower_sort,
     },
     NodeInfo {
@@ -2161,6 +2338,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "stable", "dim", "descending"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
+        random: false,
         lower: super::lowerings_1::lower_sort_stable,
     },
     NodeInfo {
@@ -2171,6 +2349,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "k", "dim", "largest", "sorted"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
+        random: false,
         lower: super::lowerings_0::lower_topk,
     },
     NodeInfo {
@@ -2181,6 +2360,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["tensors", "dim"],
         arg_kinds: &[ArgKind::TensorList, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_cat,
     },
     NodeInfo {
@@ -2191,6 +2371,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["tensors", "dim"],
         arg_kinds: &[ArgKind::TensorList, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_stack,
     },
     NodeInfo {
@@ -2201,6 +2382,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["tensors"],
         arg_kinds: &[ArgKind::TensorList],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_block_diag,
     },
     NodeInfo {
@@ -2211,6 +2393,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "indices"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower_index_Tensor,
     },
     NodeInfo {
@@ -2221,6 +2404,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "indices", "values", "accumulate"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower_index_put,
     },
     NodeInfo {
@@ -2231,6 +2415,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "indices", "values", "accumulate", "unsafe"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_0::lower__index_put_impl,
     },
     NodeInfo {
@@ -2241,6 +2426,7 @@ pub(crate) static NODES: [NodeInfo; 186] = [
         arg_names: &["self", "dtype", "layout", "device", "pin_memory", "non_blocking", "memory_format"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
+        random: false,
         lower: super::lowerings_1::lower__to_copy,
     },
 ];

@@ -20,6 +20,7 @@ static UNARY: NodeInfo = NodeInfo {
     arg_names: &["self", "other"],
     arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
     num_outputs: 1,
+    random: false,
     lower: no_lowering,
 };
 

@@ -94,6 +94,7 @@ pub fn from_model(nf: &NativeFunctions) -> GenInput {
                 generated: f.is_generated(),
                 view_copy_of: view_copy_of.get(&i).copied(),
                 manual_kernel_registration: f.manual_kernel_registration,
+                random: f.has_tag("nondeterministic_seeded"),
             }
         })
         .collect();

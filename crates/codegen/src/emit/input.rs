@@ -27,6 +27,8 @@ pub struct GenFunction {
     pub view_copy_of: Option<usize>,
     /// Kernels are registered by hand.
     pub manual_kernel_registration: bool,
+    /// Tagged `nondeterministic_seeded`: draws random numbers.
+    pub random: bool,
 }
 
 /// A functional / in-place / out (/ mutable) family.

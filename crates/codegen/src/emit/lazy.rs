@@ -606,12 +606,13 @@ fn nodes_file(
             })
             .collect::<Result<_, BackendGenError>>()?;
         out.push_str(&format!(
-            "    NodeInfo {{\n        qualified: {qualified:?},\n        overload: {:?},\n        class: {:?},\n        op_hash: Hash128::of_str({qualified:?}),\n        arg_names: &[{}],\n        arg_kinds: &[{}],\n        num_outputs: {},\n        lower: super::lowerings_{}::{},\n    }},\n",
+            "    NodeInfo {{\n        qualified: {qualified:?},\n        overload: {:?},\n        class: {:?},\n        op_hash: Hash128::of_str({qualified:?}),\n        arg_names: &[{}],\n        arg_kinds: &[{}],\n        num_outputs: {},\n        random: {},\n        lower: super::lowerings_{}::{},\n    }},\n",
             f.schema.name.overload_name,
             node_class_name(&f.schema.name.name.to_string(), &f.schema.name.overload_name),
             names.join(", "),
             kinds.join(", "),
             tensor_returns(f)?.count(),
+            f.random,
             shard(i),
             lower_fn(f)
         ));
