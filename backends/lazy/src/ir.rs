@@ -258,25 +258,26 @@ impl Attr {
     /// The value's hash (f64 by its bits; enums by their printed form).
     pub fn hash(&self) -> Hash128 {
         let opt = |present: bool| Hash128::of_u64(u64::from(present));
-        let tag = Hash128::of_str(match self {
-            Attr::Int(_) => "int",
-            Attr::Ints(_) => "ints",
-            Attr::OptInt(_) => "int?",
-            Attr::OptInts(_) => "ints?",
-            Attr::Bool(_) => "bool",
-            Attr::OptBool(_) => "bool?",
-            Attr::Float(_) => "float",
-            Attr::OptFloat(_) => "float?",
-            Attr::Dtype(_) => "dtype",
-            Attr::OptDtype(_) => "dtype?",
-            Attr::OptLayout(_) => "layout?",
-            Attr::OptDevice(_) => "device?",
-            Attr::OptMemoryFormat(_) => "memory_format?",
-            Attr::Str(_) => "str",
-            Attr::OptStr(_) => "str?",
-            Attr::OptScalar(_) => "Scalar?",
-            Attr::Generator(_) => "Generator?",
-        });
+        // The tags are hashed at compile time.
+        let tag = match self {
+            Attr::Int(_) => const { Hash128::of_str("int") },
+            Attr::Ints(_) => const { Hash128::of_str("ints") },
+            Attr::OptInt(_) => const { Hash128::of_str("int?") },
+            Attr::OptInts(_) => const { Hash128::of_str("ints?") },
+            Attr::Bool(_) => const { Hash128::of_str("bool") },
+            Attr::OptBool(_) => const { Hash128::of_str("bool?") },
+            Attr::Float(_) => const { Hash128::of_str("float") },
+            Attr::OptFloat(_) => const { Hash128::of_str("float?") },
+            Attr::Dtype(_) => const { Hash128::of_str("dtype") },
+            Attr::OptDtype(_) => const { Hash128::of_str("dtype?") },
+            Attr::OptLayout(_) => const { Hash128::of_str("layout?") },
+            Attr::OptDevice(_) => const { Hash128::of_str("device?") },
+            Attr::OptMemoryFormat(_) => const { Hash128::of_str("memory_format?") },
+            Attr::Str(_) => const { Hash128::of_str("str") },
+            Attr::OptStr(_) => const { Hash128::of_str("str?") },
+            Attr::OptScalar(_) => const { Hash128::of_str("Scalar?") },
+            Attr::Generator(_) => const { Hash128::of_str("Generator?") },
+        };
         let body = match self {
             Attr::Int(v) => Hash128::of_u64(*v as u64),
             Attr::Ints(v) => Hash128::of_u64(0).with_i64s(v),

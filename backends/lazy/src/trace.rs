@@ -15,7 +15,7 @@ use switchyard_core::{
 use switchyard_ops::structured::OutputSpec;
 
 use crate::data::{CacheKey, DataValue, DeviceData, most_recent, scalar_key, scalar_leaf};
-use crate::ir::{Arg, Attr, Node, NodeInfo, Output, Shape};
+use crate::ir::{Arg, Attr, FastHash, Hash128, K_NULL_OPT, Node, NodeInfo, Output, Shape};
 use crate::tensor::{create_from_ir, try_get_ltc_tensor};
 
 /// Builds one node in a generated trace kernel.
@@ -24,6 +24,18 @@ pub struct NodeBuilder {
     operands: SmallVec<[Output; 3]>,
     args: SmallVec<[Arg; 4]>,
     device: Option<Device>,
+    /// What shape inference reads: the node kind, every tensor argument's metadata, every
+    /// scalar's value and attribute ([`NodeBuilder::known_shapes`]).
+    shape_key: Hash128,
+}
+
+/// Entries of a thread's shape cache (LTC's `torch_lazy_shape_cache_size`); a full cache
+/// starts over.
+pub const SHAPE_CACHE_SIZE: usize = 4096;
+
+thread_local! {
+    static SHAPE_CACHE: std::cell::RefCell<std::collections::HashMap<Hash128, SmallVec<[Shape; 1]>, FastHash>> =
+        std::cell::RefCell::new(std::collections::HashMap::default());
 }
 
 impl NodeBuilder {
@@ -37,7 +49,48 @@ impl NodeBuilder {
             operands: SmallVec::new(),
             args: SmallVec::new(),
             device: None,
+            shape_key: Hash128::of_u64(index as u64),
         })
+    }
+
+    /// Folds what shape inference reads of tensor argument `t` into the shape key: sizes,
+    /// strides, offset, dtype, device and whether it is a wrapped number.
+    fn fold_tensor(&mut self, t: &Tensor) {
+        let g = t.geometry();
+        let flags = (t.dtype() as u64) << 8
+            | u64::from(t.is_wrapped_number())
+            | u64::from(t.device().kind() == DeviceType::Lazy) << 1;
+        self.shape_key = self
+            .shape_key
+            .with_i64s(g.sizes())
+            .with_i64s(g.strides())
+            .with_u64(g.storage_offset() as u64)
+            .with_u64(flags);
+    }
+
+    /// The output shapes the thread's shape cache holds for this operator on arguments like
+    /// these (every argument added already), if any. Shape inference depends only on what
+    /// the key holds, so the cached shapes are what it would give, and a call it would refuse
+    /// is never cached; its warnings are not repeated.
+    pub fn known_shapes(&self) -> Option<SmallVec<[Shape; 1]>> {
+        static HITS: crate::metrics::Counter = crate::metrics::Counter::new("ShapeCacheHit");
+        let found = SHAPE_CACHE.with(|c| c.borrow().get(&self.shape_key).cloned());
+        if found.is_some() {
+            HITS.inc();
+        }
+        found
+    }
+
+    /// Records the shapes inference gave for this builder's key and returns them.
+    pub fn remember_shapes(&self, shapes: SmallVec<[Shape; 1]>) -> SmallVec<[Shape; 1]> {
+        SHAPE_CACHE.with(|c| {
+            let mut cache = c.borrow_mut();
+            if cache.len() >= SHAPE_CACHE_SIZE {
+                cache.clear();
+            }
+            cache.insert(self.shape_key, shapes.clone());
+        });
+        shapes
     }
 
     fn push_operand(&mut self, o: Output) {
@@ -53,6 +106,7 @@ impl NodeBuilder {
     }
 
     fn lazy_value(&mut self, t: &Tensor, any_device: bool) -> Result<Output> {
+        self.fold_tensor(t);
         if let Some((inner, lt)) = try_get_ltc_tensor(t)? {
             match self.device {
                 None => self.device = Some(lt.device()),
@@ -109,13 +163,17 @@ impl NodeBuilder {
 
     fn list(&mut self, ts: &[Option<&Tensor>], any_device: bool) -> Result<()> {
         let mut items = SmallVec::with_capacity(ts.len());
+        self.shape_key = self.shape_key.with_u64(ts.len() as u64);
         for t in ts {
             items.push(match t {
                 Some(t) => {
                     let v = self.lazy_value(t, any_device)?;
                     Some(self.push_element(v))
                 }
-                None => None,
+                None => {
+                    self.shape_key = self.shape_key.combine(K_NULL_OPT);
+                    None
+                }
             });
         }
         self.args.push(Arg::List(items));
@@ -146,6 +204,7 @@ impl NodeBuilder {
         match t {
             Some(t) => self.tensor(t),
             None => {
+                self.shape_key = self.shape_key.combine(K_NULL_OPT);
                 self.args.push(Arg::Absent);
                 Ok(())
             }
@@ -155,6 +214,9 @@ impl NodeBuilder {
     /// A `Scalar` argument, lifted to a parameter (B.7.8): graphs that differ only in scalar
     /// values hash equal.
     pub fn scalar(&mut self, s: &Scalar) -> Result<()> {
+        // Its value too: some checks read it (an integral power's sign, an integral alpha).
+        let (kind, bits) = scalar_key(s);
+        self.shape_key = self.shape_key.with_u64(u64::from(kind)).with_u64(bits);
         self.push_operand(Output {
             node: scalar_leaf(s),
             index: 0,
@@ -164,6 +226,7 @@ impl NodeBuilder {
 
     /// A non-tensor argument.
     pub fn attr(&mut self, a: Attr) {
+        self.shape_key = self.shape_key.combine(a.hash());
         self.args.push(Arg::Attr(a));
     }
 

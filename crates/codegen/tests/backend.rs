@@ -1087,6 +1087,13 @@ fn lazy_backend_generates_nodes_kernels_and_lowerings() {
         .find("if let Some(outs) = b.reuse()? {\n        return output(&outs, 0);\n    }")
         .unwrap_or_else(|| panic!("{add}"));
     assert!(s < r && r < m, "{add}");
+    // Shape inference runs only when the thread's shape cache misses, and fills it.
+    let (k, i, r) = (
+        add.find("let shapes = match b.known_shapes() {\n        Some(shapes) => shapes,\n        None => {").unwrap_or_else(|| panic!("{add}")),
+        add.find("switchyard_ops::meta::add_tensor(").unwrap(),
+        add.find("b.remember_shapes(shapes)\n        }\n    };\n    b.build_one(shapes)").unwrap_or_else(|| panic!("{add}")),
+    );
+    assert!(r > i && i > k && k > s, "{add}");
     // Structured (and delegating) operators call their meta function on the lazy tensors...
     assert!(kernel("lazy_sum_dim_IntList").contains("switchyard_ops::meta::sum_dim_intlist("));
     // ...a generated `<view>_copy` runs its view on meta shadows (`view_copy`: reshape, the
@@ -1202,7 +1209,8 @@ fn lazy_backend_flattens_tensor_lists_and_returns_tensor_lists() {
     let split = kernel("lazy_split_copy_Tensor");
     assert!(
         split.contains("op::split_Tensor::call(&b.shadow(self_)?, split_size, dim)?")
-            && split.contains("let shapes = contiguous_shapes_of_list(&o0);\n    b.build(shapes)"),
+            && split.contains("let shapes = contiguous_shapes_of_list(&o0);\n            b.remember_shapes(shapes)")
+            && split.contains("    };\n    b.build(shapes)"),
         "{split}"
     );
     assert!(split.contains("return Ok(outs);"), "{split}");

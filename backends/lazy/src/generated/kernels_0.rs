@@ -24,10 +24,16 @@ pub(crate) fn lazy_div_Tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -40,10 +46,16 @@ pub(crate) fn lazy_log1p(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::log1p(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::log1p(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -56,10 +68,16 @@ pub(crate) fn lazy_sin(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::sin(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::sin(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -72,10 +90,16 @@ pub(crate) fn lazy_tan(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::tan(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::tan(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -88,10 +112,16 @@ pub(crate) fn lazy_ceil(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::ceil(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::ceil(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -104,10 +134,16 @@ pub(crate) fn lazy_round(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::round(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::round(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -120,10 +156,16 @@ pub(crate) fn lazy_trunc(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::trunc(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::trunc(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -136,10 +178,16 @@ pub(crate) fn lazy_reciprocal(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::reciprocal(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::reciprocal(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -152,10 +200,16 @@ pub(crate) fn lazy_silu(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::silu(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::silu(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -168,10 +222,16 @@ pub(crate) fn lazy_bitwise_not(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -184,12 +244,18 @@ pub(crate) fn lazy_isnan(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::isnan::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::isnan::call(&b.shadow(self_)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -205,12 +271,18 @@ pub(crate) fn lazy_nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::nan_to_num::call(&b.shadow(self_)?, nan, posinf, neginf)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::nan_to_num::call(&b.shadow(self_)?, nan, posinf, neginf)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -224,10 +296,16 @@ pub(crate) fn lazy_atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::atan2(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::atan2(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -241,10 +319,16 @@ pub(crate) fn lazy_remainder_Tensor(self_: &Tensor, other: &Tensor) -> Result<Te
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -258,10 +342,16 @@ pub(crate) fn lazy_pow_Tensor_Tensor(self_: &Tensor, exponent: &Tensor) -> Resul
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -275,10 +365,16 @@ pub(crate) fn lazy_ne_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -292,10 +388,16 @@ pub(crate) fn lazy_ge_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -309,10 +411,16 @@ pub(crate) fn lazy_le_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -327,10 +435,16 @@ pub(crate) fn lazy_clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -344,10 +458,16 @@ pub(crate) fn lazy_clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::clamp_min(self_, min.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::clamp_min(self_, min.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -361,10 +481,16 @@ pub(crate) fn lazy_clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::clamp_max(self_, max.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::clamp_max(self_, max.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -378,12 +504,18 @@ pub(crate) fn lazy_logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor>
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::logical_and::call(&b.shadow(self_)?, &b.shadow(other)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::logical_and::call(&b.shadow(self_)?, &b.shadow(other)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -397,12 +529,18 @@ pub(crate) fn lazy_logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor>
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::logical_xor::call(&b.shadow(self_)?, &b.shadow(other)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::logical_xor::call(&b.shadow(self_)?, &b.shadow(other)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -416,10 +554,16 @@ pub(crate) fn lazy_bitwise_or_Tensor(self_: &Tensor, other: &Tensor) -> Result<T
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -434,12 +578,18 @@ pub(crate) fn lazy_masked_fill_Scalar(self_: &Tensor, mask: &Tensor, value: Scal
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::masked_fill_Scalar::call(&b.shadow(self_)?, &b.shadow(mask)?, value.clone())?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::masked_fill_Scalar::call(&b.shadow(self_)?, &b.shadow(mask)?, value.clone())?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -454,10 +604,16 @@ pub(crate) fn lazy_add_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::add_tensor(self_, other, alpha.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::add_tensor(self_, other, alpha.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -471,10 +627,16 @@ pub(crate) fn lazy_mul_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -487,10 +649,16 @@ pub(crate) fn lazy_neg(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::neg(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::neg(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -503,10 +671,16 @@ pub(crate) fn lazy_log(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::log(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::log(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -519,12 +693,18 @@ pub(crate) fn lazy_relu(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::relu::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::relu::call(&b.shadow(self_)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -537,10 +717,16 @@ pub(crate) fn lazy_sqrt(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::sqrt(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::sqrt(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -554,10 +740,16 @@ pub(crate) fn lazy_pow_Tensor_Scalar(self_: &Tensor, exponent: Scalar) -> Result
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -571,10 +763,16 @@ pub(crate) fn lazy_eq_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -588,10 +786,16 @@ pub(crate) fn lazy_gt_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -605,10 +809,16 @@ pub(crate) fn lazy_lt_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -623,12 +833,18 @@ pub(crate) fn lazy_where_self(condition: &Tensor, self_: &Tensor, other: &Tensor
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::where_self::call(&b.shadow(condition)?, &b.shadow(self_)?, &b.shadow(other)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::where_self::call(&b.shadow(condition)?, &b.shadow(self_)?, &b.shadow(other)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -643,10 +859,16 @@ pub(crate) fn lazy_sub_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> R
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
-    let meta = switchyard_ops::meta::sub_tensor(self_, &wrapped_scalar(other)?, alpha.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+            let meta = switchyard_ops::meta::sub_tensor(self_, &wrapped_scalar(other)?, alpha.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -660,10 +882,16 @@ pub(crate) fn lazy_div_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
-    let meta = switchyard_ops::meta::div_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+            let meta = switchyard_ops::meta::div_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -677,10 +905,16 @@ pub(crate) fn lazy_fmod_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
-    let meta = switchyard_ops::meta::fmod_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+            let meta = switchyard_ops::meta::fmod_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -694,10 +928,16 @@ pub(crate) fn lazy_bitwise_and_Scalar(self_: &Tensor, other: Scalar) -> Result<T
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
-    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+            let meta = switchyard_ops::meta::bitwise_and_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -711,10 +951,16 @@ pub(crate) fn lazy_bitwise_xor_Scalar(self_: &Tensor, other: Scalar) -> Result<T
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
-    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+            let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -729,10 +975,16 @@ pub(crate) fn lazy_all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Te
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::all_dim(self_, dim, keepdim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::all_dim(self_, dim, keepdim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -745,10 +997,16 @@ pub(crate) fn lazy_any(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::any(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::any(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -763,10 +1021,16 @@ pub(crate) fn lazy_any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::any_dims(self_, dim, keepdim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::any_dims(self_, dim, keepdim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -781,10 +1045,16 @@ pub(crate) fn lazy_argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Re
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::argmin(self_, dim, keepdim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::argmin(self_, dim, keepdim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -799,10 +1069,16 @@ pub(crate) fn lazy_aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> R
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?));
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::aminmax(self_, dim, keepdim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::aminmax(self_, dim, keepdim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
@@ -816,12 +1092,18 @@ pub(crate) fn lazy_min(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::min::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::min::call(&b.shadow(self_)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -836,10 +1118,16 @@ pub(crate) fn lazy_min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(T
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?));
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::min_dim(self_, dim, keepdim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::min_dim(self_, dim, keepdim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
@@ -856,10 +1144,16 @@ pub(crate) fn lazy_prod_dim_int(self_: &Tensor, dim: i64, keepdim: bool, dtype: 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -874,12 +1168,18 @@ pub(crate) fn lazy_logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Resu
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::logsumexp::call(&b.shadow(self_)?, dim, keepdim)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::logsumexp::call(&b.shadow(self_)?, dim, keepdim)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -895,12 +1195,18 @@ pub(crate) fn lazy_var_correction(self_: &Tensor, dim: Option<&[i64]>, correctio
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::var_correction::call(&b.shadow(self_)?, dim, correction, keepdim)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::var_correction::call(&b.shadow(self_)?, dim, correction, keepdim)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -917,10 +1223,16 @@ pub(crate) fn lazy_linalg_vector_norm(self_: &Tensor, ord: Scalar, dim: Option<&
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::linalg_vector_norm(self_, ord.clone(), dim, keepdim, dtype, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::linalg_vector_norm(self_, ord.clone(), dim, keepdim, dtype, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -935,10 +1247,16 @@ pub(crate) fn lazy_cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::cumprod(self_, dim, dtype, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::cumprod(self_, dim, dtype, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -954,10 +1272,16 @@ pub(crate) fn lazy_sum_dim_IntList(self_: &Tensor, dim: Option<&[i64]>, keepdim:
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -972,10 +1296,16 @@ pub(crate) fn lazy_amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Te
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::amax(self_, dim, keepdim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::amax(self_, dim, keepdim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -992,10 +1322,16 @@ pub(crate) fn lazy_baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, bet
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::baddbmm(self_, batch1, batch2, beta.clone(), alpha.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::baddbmm(self_, batch1, batch2, beta.clone(), alpha.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1010,10 +1346,16 @@ pub(crate) fn lazy_mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::mse_loss(self_, target, reduction, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::mse_loss(self_, target, reduction, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1032,10 +1374,16 @@ pub(crate) fn lazy_avg_pool2d(self_: &Tensor, kernel_size: &[i64], stride: &[i64
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1056,12 +1404,18 @@ pub(crate) fn lazy_convolution(input: &Tensor, weight: &Tensor, bias: Option<&Te
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::convolution::call(&b.shadow(input)?, &b.shadow(weight)?, b.shadow_opt(bias)?.as_ref(), stride, padding, dilation, transposed, output_padding, groups)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::convolution::call(&b.shadow(input)?, &b.shadow(weight)?, b.shadow_opt(bias)?.as_ref(), stride, padding, dilation, transposed, output_padding, groups)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1076,12 +1430,18 @@ pub(crate) fn lazy_constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::constant_pad_nd::call(&b.shadow(self_)?, pad, value.clone())?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::constant_pad_nd::call(&b.shadow(self_)?, pad, value.clone())?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1100,12 +1460,18 @@ pub(crate) fn lazy__native_batch_norm_legit_no_training(input: &Tensor, weight: 
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?));
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1, o2) = {
-        let _guard = meta_guard();
-        op::_native_batch_norm_legit_no_training::call(&b.shadow(input)?, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), &b.shadow(running_mean)?, &b.shadow(running_var)?, momentum, eps)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let (o0, o1, o2) = {
+                let _guard = meta_guard();
+                op::_native_batch_norm_legit_no_training::call(&b.shadow(input)?, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), &b.shadow(running_mean)?, &b.shadow(running_var)?, momentum, eps)?
+            };
+            let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
 }
@@ -1121,12 +1487,18 @@ pub(crate) fn lazy_native_dropout(input: &Tensor, p: f64, train: Option<bool>) -
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?));
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1) = {
-        let _guard = meta_guard();
-        op::native_dropout::call(&b.shadow(input)?, p, train)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let (o0, o1) = {
+                let _guard = meta_guard();
+                op::native_dropout::call(&b.shadow(input)?, p, train)?
+            };
+            let shapes = shapes_of_tensors(&[&o0, &o1]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1]);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
@@ -1144,10 +1516,16 @@ pub(crate) fn lazy_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Sca
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta.clone(), alpha.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta.clone(), alpha.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1162,10 +1540,16 @@ pub(crate) fn lazy__log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1180,12 +1564,18 @@ pub(crate) fn lazy_copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Res
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::copy::call(&b.shadow(self_)?, &b.shadow(src)?, non_blocking)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::copy::call(&b.shadow(self_)?, &b.shadow(src)?, non_blocking)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1199,12 +1589,18 @@ pub(crate) fn lazy_fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor>
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::fill_Tensor::call(&b.shadow(self_)?, &b.shadow(value)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::fill_Tensor::call(&b.shadow(self_)?, &b.shadow(value)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1220,12 +1616,18 @@ pub(crate) fn lazy_uniform(self_: &Tensor, from: f64, to: f64, generator: Option
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::uniform::call(&b.shadow(self_)?, from, to, generator)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::uniform::call(&b.shadow(self_)?, from, to, generator)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1239,12 +1641,18 @@ pub(crate) fn lazy_bernoulli(self_: &Tensor, generator: Option<&Generator>) -> R
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::bernoulli::call(&b.shadow(self_)?, generator)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::bernoulli::call(&b.shadow(self_)?, generator)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1259,12 +1667,18 @@ pub(crate) fn lazy_bernoulli_Tensor(self_: &Tensor, p: &Tensor, generator: Optio
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::bernoulli_Tensor::call(&b.shadow(self_)?, &b.shadow(p)?, generator)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::bernoulli_Tensor::call(&b.shadow(self_)?, &b.shadow(p)?, generator)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1278,12 +1692,18 @@ pub(crate) fn lazy_permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::permute::call(&b.shadow(self_)?, dims)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::permute::call(&b.shadow(self_)?, dims)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1298,12 +1718,18 @@ pub(crate) fn lazy_transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> R
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::transpose_int::call(&b.shadow(self_)?, dim0, dim1)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::transpose_int::call(&b.shadow(self_)?, dim0, dim1)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1320,12 +1746,18 @@ pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::slice_Tensor::call(&b.shadow(self_)?, dim, start, end, step)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::slice_Tensor::call(&b.shadow(self_)?, dim, start, end, step)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1339,12 +1771,18 @@ pub(crate) fn lazy_unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::unsqueeze::call(&b.shadow(self_)?, dim)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::unsqueeze::call(&b.shadow(self_)?, dim)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1357,12 +1795,18 @@ pub(crate) fn lazy_alias_copy(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::alias::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::alias::call(&b.shadow(self_)?)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1375,12 +1819,18 @@ pub(crate) fn lazy_detach_copy(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::detach::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::detach::call(&b.shadow(self_)?)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1396,12 +1846,18 @@ pub(crate) fn lazy_select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index:
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::select_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, index)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::select_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, index)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1418,12 +1874,18 @@ pub(crate) fn lazy_diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, d
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::diagonal_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, offset, dim1, dim2)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::diagonal_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, offset, dim1, dim2)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1436,12 +1898,18 @@ pub(crate) fn lazy_squeeze_copy(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::squeeze::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::squeeze::call(&b.shadow(self_)?)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1455,12 +1923,18 @@ pub(crate) fn lazy_view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::view_dtype::call(&b.shadow(self_)?, dtype)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::view_dtype::call(&b.shadow(self_)?, dtype)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1475,12 +1949,18 @@ pub(crate) fn lazy_split_copy_Tensor(self_: &Tensor, split_size: i64, dim: i64) 
     if let Some(outs) = b.reuse()? {
         return Ok(outs);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::split_Tensor::call(&b.shadow(self_)?, split_size, dim)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::split_Tensor::call(&b.shadow(self_)?, split_size, dim)?
+            };
+            let shapes = contiguous_shapes_of_list(&o0);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_list(&o0);
     b.build(shapes)
 }
 
@@ -1494,12 +1974,18 @@ pub(crate) fn lazy_unbind_copy_int(self_: &Tensor, dim: i64) -> Result<Vec<Tenso
     if let Some(outs) = b.reuse()? {
         return Ok(outs);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::unbind_int::call(&b.shadow(self_)?, dim)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::unbind_int::call(&b.shadow(self_)?, dim)?
+            };
+            let shapes = contiguous_shapes_of_list(&o0);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_list(&o0);
     b.build(shapes)
 }
 
@@ -1515,12 +2001,18 @@ pub(crate) fn lazy_narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::narrow_copy::call(&b.shadow(self_)?, dim, start, length)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::narrow_copy::call(&b.shadow(self_)?, dim, start, length)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1534,12 +2026,18 @@ pub(crate) fn lazy_flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::flip::call(&b.shadow(self_)?, dims)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::flip::call(&b.shadow(self_)?, dims)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1553,12 +2051,18 @@ pub(crate) fn lazy_repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::repeat::call(&b.shadow(self_)?, repeats)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::repeat::call(&b.shadow(self_)?, repeats)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1574,10 +2078,16 @@ pub(crate) fn lazy_gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad:
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1593,10 +2103,16 @@ pub(crate) fn lazy_scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1613,10 +2129,16 @@ pub(crate) fn lazy_scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value.clone(), reduce, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value.clone(), reduce, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1630,10 +2152,16 @@ pub(crate) fn lazy_tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1648,12 +2176,18 @@ pub(crate) fn lazy_sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(T
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?));
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1) = {
-        let _guard = meta_guard();
-        op::sort::call(&b.shadow(self_)?, dim, descending)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let (o0, o1) = {
+                let _guard = meta_guard();
+                op::sort::call(&b.shadow(self_)?, dim, descending)?
+            };
+            let shapes = shapes_of_tensors(&[&o0, &o1]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1]);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
@@ -1671,10 +2205,16 @@ pub(crate) fn lazy_topk(self_: &Tensor, k: i64, dim: i64, largest: bool, sorted:
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?));
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
@@ -1689,12 +2229,18 @@ pub(crate) fn lazy_stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::stack::call(&b.shadow_list(tensors)?, dim)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::stack::call(&b.shadow_list(tensors)?, dim)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1711,12 +2257,18 @@ pub(crate) fn lazy_index_Tensor(self_: &Tensor, indices: &[Option<Tensor>]) -> R
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::index_Tensor::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::index_Tensor::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1736,11 +2288,17 @@ pub(crate) fn lazy__index_put_impl(self_: &Tensor, indices: &[Option<Tensor>], v
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::_index_put_impl::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate, unsafe_)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::_index_put_impl::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate, unsafe_)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }

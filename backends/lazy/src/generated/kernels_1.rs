@@ -22,10 +22,16 @@ pub(crate) fn lazy_expm1(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::expm1(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::expm1(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -38,10 +44,16 @@ pub(crate) fn lazy_log2(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::log2(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::log2(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -54,10 +66,16 @@ pub(crate) fn lazy_cos(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::cos(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::cos(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -70,10 +88,16 @@ pub(crate) fn lazy_erf(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::erf(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::erf(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -86,10 +110,16 @@ pub(crate) fn lazy_floor(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::floor(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::floor(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -103,10 +133,16 @@ pub(crate) fn lazy_round_decimals(self_: &Tensor, decimals: i64) -> Result<Tenso
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -119,10 +155,16 @@ pub(crate) fn lazy_sign(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::sign(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::sign(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -135,10 +177,16 @@ pub(crate) fn lazy_rsqrt(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::rsqrt(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::rsqrt(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -152,10 +200,16 @@ pub(crate) fn lazy_gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -168,12 +222,18 @@ pub(crate) fn lazy_logical_not(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::logical_not::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::logical_not::call(&b.shadow(self_)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -186,12 +246,18 @@ pub(crate) fn lazy_isinf(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::isinf::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::isinf::call(&b.shadow(self_)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -205,10 +271,16 @@ pub(crate) fn lazy_minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::minimum(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::minimum(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -222,10 +294,16 @@ pub(crate) fn lazy_fmod_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor>
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -239,12 +317,18 @@ pub(crate) fn lazy_remainder_Scalar_Tensor(self_: Scalar, other: &Tensor) -> Res
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::remainder_Scalar_Tensor::call(self_.clone(), &b.shadow(other)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::remainder_Scalar_Tensor::call(self_.clone(), &b.shadow(other)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -258,10 +342,16 @@ pub(crate) fn lazy_pow_Scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::pow_scalar(self_.clone(), exponent, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::pow_scalar(self_.clone(), exponent, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -275,10 +365,16 @@ pub(crate) fn lazy_ne_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::ne_scalar(self_, other.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::ne_scalar(self_, other.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -292,10 +388,16 @@ pub(crate) fn lazy_ge_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::ge_scalar(self_, other.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::ge_scalar(self_, other.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -309,10 +411,16 @@ pub(crate) fn lazy_le_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::le_scalar(self_, other.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::le_scalar(self_, other.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -327,10 +435,16 @@ pub(crate) fn lazy_clamp_Tensor(self_: &Tensor, min: Option<&Tensor>, max: Optio
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -344,10 +458,16 @@ pub(crate) fn lazy_clamp_min_Tensor(self_: &Tensor, min: &Tensor) -> Result<Tens
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -361,10 +481,16 @@ pub(crate) fn lazy_clamp_max_Tensor(self_: &Tensor, max: &Tensor) -> Result<Tens
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -378,12 +504,18 @@ pub(crate) fn lazy_logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::logical_or::call(&b.shadow(self_)?, &b.shadow(other)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::logical_or::call(&b.shadow(self_)?, &b.shadow(other)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -397,10 +529,16 @@ pub(crate) fn lazy_bitwise_and_Tensor(self_: &Tensor, other: &Tensor) -> Result<
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -414,10 +552,16 @@ pub(crate) fn lazy_bitwise_xor_Tensor(self_: &Tensor, other: &Tensor) -> Result<
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -432,12 +576,18 @@ pub(crate) fn lazy_masked_fill_Tensor(self_: &Tensor, mask: &Tensor, value: &Ten
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::masked_fill_Tensor::call(&b.shadow(self_)?, &b.shadow(mask)?, &b.shadow(value)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::masked_fill_Tensor::call(&b.shadow(self_)?, &b.shadow(mask)?, &b.shadow(value)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -452,10 +602,16 @@ pub(crate) fn lazy_sub_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -469,10 +625,16 @@ pub(crate) fn lazy_div_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -485,10 +647,16 @@ pub(crate) fn lazy_exp(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::exp(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::exp(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -501,10 +669,16 @@ pub(crate) fn lazy_tanh(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::tanh(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::tanh(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -517,10 +691,16 @@ pub(crate) fn lazy_sigmoid(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::sigmoid(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::sigmoid(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -533,12 +713,18 @@ pub(crate) fn lazy_abs(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::abs::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::abs::call(&b.shadow(self_)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -552,10 +738,16 @@ pub(crate) fn lazy_maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::maximum(self_, other, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::maximum(self_, other, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -569,10 +761,16 @@ pub(crate) fn lazy_eq_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::eq_scalar(self_, other.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::eq_scalar(self_, other.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -586,10 +784,16 @@ pub(crate) fn lazy_gt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::gt_scalar(self_, other.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::gt_scalar(self_, other.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -603,10 +807,16 @@ pub(crate) fn lazy_lt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::lt_scalar(self_, other.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::lt_scalar(self_, other.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -621,10 +831,16 @@ pub(crate) fn lazy_add_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> R
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
-    let meta = switchyard_ops::meta::add_tensor(self_, &wrapped_scalar(other)?, alpha.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+            let meta = switchyard_ops::meta::add_tensor(self_, &wrapped_scalar(other)?, alpha.clone(), Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -638,10 +854,16 @@ pub(crate) fn lazy_mul_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
-    let meta = switchyard_ops::meta::mul_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+            let meta = switchyard_ops::meta::mul_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -656,10 +878,16 @@ pub(crate) fn lazy_div_Scalar_mode(self_: &Tensor, other: Scalar, rounding_mode:
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
-    let meta = switchyard_ops::meta::div_tensor_mode(self_, &wrapped_scalar(other)?, rounding_mode, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+            let meta = switchyard_ops::meta::div_tensor_mode(self_, &wrapped_scalar(other)?, rounding_mode, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -673,10 +901,16 @@ pub(crate) fn lazy_remainder_Scalar(self_: &Tensor, other: Scalar) -> Result<Ten
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
-    let meta = switchyard_ops::meta::remainder_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+            let meta = switchyard_ops::meta::remainder_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -690,10 +924,16 @@ pub(crate) fn lazy_bitwise_or_Scalar(self_: &Tensor, other: Scalar) -> Result<Te
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A Scalar overload: the Tensor overload's meta function with a wrapped number.
-    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A Scalar overload: the Tensor overload's meta function with a wrapped number.
+            let meta = switchyard_ops::meta::bitwise_or_tensor(self_, &wrapped_scalar(other)?, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -706,10 +946,16 @@ pub(crate) fn lazy_all(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::all(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::all(self_, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -724,10 +970,16 @@ pub(crate) fn lazy_all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::all_dims(self_, dim, keepdim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::all_dims(self_, dim, keepdim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -742,10 +994,16 @@ pub(crate) fn lazy_any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Te
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::any_dim(self_, dim, keepdim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::any_dim(self_, dim, keepdim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -760,10 +1018,16 @@ pub(crate) fn lazy_argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Re
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::argmax(self_, dim, keepdim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::argmax(self_, dim, keepdim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -778,10 +1042,16 @@ pub(crate) fn lazy_amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Te
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::amin(self_, dim, keepdim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::amin(self_, dim, keepdim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -794,12 +1064,18 @@ pub(crate) fn lazy_max(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::max::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::max::call(&b.shadow(self_)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -814,10 +1090,16 @@ pub(crate) fn lazy_max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(T
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?));
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::max_dim(self_, dim, keepdim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::max_dim(self_, dim, keepdim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
@@ -832,12 +1114,18 @@ pub(crate) fn lazy_prod(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Ten
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::prod::call(&b.shadow(self_)?, dtype)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::prod::call(&b.shadow(self_)?, dtype)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -851,12 +1139,18 @@ pub(crate) fn lazy_mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Ten
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::mean::call(&b.shadow(self_)?, dtype)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::mean::call(&b.shadow(self_)?, dtype)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -872,12 +1166,18 @@ pub(crate) fn lazy_std_correction(self_: &Tensor, dim: Option<&[i64]>, correctio
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::std_correction::call(&b.shadow(self_)?, dim, correction, keepdim)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::std_correction::call(&b.shadow(self_)?, dim, correction, keepdim)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -893,12 +1193,18 @@ pub(crate) fn lazy_var_mean_correction(self_: &Tensor, dim: Option<&[i64]>, corr
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?));
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1) = {
-        let _guard = meta_guard();
-        op::var_mean_correction::call(&b.shadow(self_)?, dim, correction, keepdim)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let (o0, o1) = {
+                let _guard = meta_guard();
+                op::var_mean_correction::call(&b.shadow(self_)?, dim, correction, keepdim)?
+            };
+            let shapes = shapes_of_tensors(&[&o0, &o1]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1]);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
@@ -914,10 +1220,16 @@ pub(crate) fn lazy_cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::cumsum(self_, dim, dtype, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::cumsum(self_, dim, dtype, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -931,12 +1243,18 @@ pub(crate) fn lazy_sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tens
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::sum::call(&b.shadow(self_)?, dtype)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::sum::call(&b.shadow(self_)?, dtype)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -952,10 +1270,16 @@ pub(crate) fn lazy_mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -969,10 +1293,16 @@ pub(crate) fn lazy_bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::bmm(self_, mat2, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::bmm(self_, mat2, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -986,12 +1316,18 @@ pub(crate) fn lazy_dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::dot::call(&b.shadow(self_)?, &b.shadow(tensor)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::dot::call(&b.shadow(self_)?, &b.shadow(tensor)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1008,10 +1344,16 @@ pub(crate) fn lazy_nll_loss_forward(self_: &Tensor, target: &Tensor, weight: Opt
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?));
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
@@ -1030,10 +1372,16 @@ pub(crate) fn lazy_max_pool2d_with_indices(self_: &Tensor, kernel_size: &[i64], 
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?));
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
@@ -1051,12 +1399,18 @@ pub(crate) fn lazy_embedding(weight: &Tensor, indices: &Tensor, padding_idx: i64
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::embedding::call(&b.shadow(weight)?, &b.shadow(indices)?, padding_idx, scale_grad_by_freq, sparse)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::embedding::call(&b.shadow(weight)?, &b.shadow(indices)?, padding_idx, scale_grad_by_freq, sparse)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1074,12 +1428,18 @@ pub(crate) fn lazy__native_batch_norm_legit_no_stats(input: &Tensor, weight: Opt
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?));
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1, o2) = {
-        let _guard = meta_guard();
-        op::_native_batch_norm_legit_no_stats::call(&b.shadow(input)?, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), training, momentum, eps)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let (o0, o1, o2) = {
+                let _guard = meta_guard();
+                op::_native_batch_norm_legit_no_stats::call(&b.shadow(input)?, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), training, momentum, eps)?
+            };
+            let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
 }
@@ -1100,12 +1460,18 @@ pub(crate) fn lazy__native_batch_norm_legit_functional(input: &Tensor, weight: O
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?, output(&outs, 3)?, output(&outs, 4)?));
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1, o2, o3, o4) = {
-        let _guard = meta_guard();
-        op::_native_batch_norm_legit_functional::call(&b.shadow(input)?, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), &b.shadow(running_mean)?, &b.shadow(running_var)?, training, momentum, eps)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let (o0, o1, o2, o3, o4) = {
+                let _guard = meta_guard();
+                op::_native_batch_norm_legit_functional::call(&b.shadow(input)?, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), &b.shadow(running_mean)?, &b.shadow(running_var)?, training, momentum, eps)?
+            };
+            let shapes = shapes_of_tensors(&[&o0, &o1, &o2, &o3, &o4]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1, &o2, &o3, &o4]);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?, output(&outs, 3)?, output(&outs, 4)?))
 }
@@ -1120,10 +1486,16 @@ pub(crate) fn lazy_mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1138,10 +1510,16 @@ pub(crate) fn lazy__softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Re
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1158,12 +1536,18 @@ pub(crate) fn lazy_native_layer_norm(input: &Tensor, normalized_shape: &[i64], w
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?));
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1, o2) = {
-        let _guard = meta_guard();
-        op::native_layer_norm::call(&b.shadow(input)?, normalized_shape, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), eps)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let (o0, o1, o2) = {
+                let _guard = meta_guard();
+                op::native_layer_norm::call(&b.shadow(input)?, normalized_shape, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), eps)?
+            };
+            let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
 }
@@ -1178,12 +1562,18 @@ pub(crate) fn lazy_fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::fill_Scalar::call(&b.shadow(self_)?, value.clone())?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::fill_Scalar::call(&b.shadow(self_)?, value.clone())?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1196,12 +1586,18 @@ pub(crate) fn lazy_zero(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::zero::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::zero::call(&b.shadow(self_)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1217,12 +1613,18 @@ pub(crate) fn lazy_normal_functional(self_: &Tensor, mean: f64, std: f64, genera
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::normal_functional::call(&b.shadow(self_)?, mean, std, generator)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::normal_functional::call(&b.shadow(self_)?, mean, std, generator)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1237,12 +1639,18 @@ pub(crate) fn lazy_bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Genera
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::bernoulli_p::call(&b.shadow(self_)?, p, generator)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::bernoulli_p::call(&b.shadow(self_)?, p, generator)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1256,12 +1664,18 @@ pub(crate) fn lazy_view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: reshape (the kernel's view, or its fallback) on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::reshape::call(&b.shadow(self_)?, size)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: reshape (the kernel's view, or its fallback) on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::reshape::call(&b.shadow(self_)?, size)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1274,12 +1688,18 @@ pub(crate) fn lazy_t_copy(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::t::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::t::call(&b.shadow(self_)?)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1294,12 +1714,18 @@ pub(crate) fn lazy_expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::expand::call(&b.shadow(self_)?, size, implicit)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::expand::call(&b.shadow(self_)?, size, implicit)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1314,12 +1740,18 @@ pub(crate) fn lazy_select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Resu
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::select_int::call(&b.shadow(self_)?, dim, index)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::select_int::call(&b.shadow(self_)?, dim, index)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1333,12 +1765,18 @@ pub(crate) fn lazy_squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::squeeze_dim::call(&b.shadow(self_)?, dim)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::squeeze_dim::call(&b.shadow(self_)?, dim)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1354,12 +1792,18 @@ pub(crate) fn lazy_as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64],
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::as_strided::call(&b.shadow(self_)?, size, stride, storage_offset)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::as_strided::call(&b.shadow(self_)?, size, stride, storage_offset)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1377,12 +1821,18 @@ pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::slice_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, start, end, step)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::slice_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, start, end, step)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1399,12 +1849,18 @@ pub(crate) fn lazy_as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64]
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::as_strided_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, size, stride, storage_offset)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::as_strided_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, size, stride, storage_offset)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1420,12 +1876,18 @@ pub(crate) fn lazy_diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::diagonal::call(&b.shadow(self_)?, offset, dim1, dim2)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::diagonal::call(&b.shadow(self_)?, offset, dim1, dim2)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1439,12 +1901,18 @@ pub(crate) fn lazy_squeeze_copy_dims(self_: &Tensor, dim: &[i64]) -> Result<Tens
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::squeeze_dims::call(&b.shadow(self_)?, dim)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::squeeze_dims::call(&b.shadow(self_)?, dim)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1460,12 +1928,18 @@ pub(crate) fn lazy_unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: 
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::unfold::call(&b.shadow(self_)?, dimension, size, step)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::unfold::call(&b.shadow(self_)?, dimension, size, step)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1480,12 +1954,18 @@ pub(crate) fn lazy_split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], di
     if let Some(outs) = b.reuse()? {
         return Ok(outs);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::split_with_sizes::call(&b.shadow(self_)?, split_sizes, dim)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::split_with_sizes::call(&b.shadow(self_)?, split_sizes, dim)?
+            };
+            let shapes = contiguous_shapes_of_list(&o0);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_list(&o0);
     b.build(shapes)
 }
 
@@ -1498,12 +1978,18 @@ pub(crate) fn lazy_lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // A view copy: the view on meta shadows of the operands, made contiguous.
-    let o0 = {
-        let _guard = meta_guard();
-        op::lift_fresh::call(&b.shadow(self_)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // A view copy: the view on meta shadows of the operands, made contiguous.
+            let o0 = {
+                let _guard = meta_guard();
+                op::lift_fresh::call(&b.shadow(self_)?)?
+            };
+            let shapes = contiguous_shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = contiguous_shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1520,12 +2006,18 @@ pub(crate) fn lazy_unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::unfold_backward::call(&b.shadow(grad_in)?, input_sizes, dim, size, step)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::unfold_backward::call(&b.shadow(grad_in)?, input_sizes, dim, size, step)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1540,12 +2032,18 @@ pub(crate) fn lazy_roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::roll::call(&b.shadow(self_)?, shifts, dims)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::roll::call(&b.shadow(self_)?, shifts, dims)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1560,12 +2058,18 @@ pub(crate) fn lazy_index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Res
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::index_select::call(&b.shadow(self_)?, dim, &b.shadow(index)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::index_select::call(&b.shadow(self_)?, dim, &b.shadow(index)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1581,10 +2085,16 @@ pub(crate) fn lazy_scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &T
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1601,10 +2111,16 @@ pub(crate) fn lazy_scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src:
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1620,10 +2136,16 @@ pub(crate) fn lazy_scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &T
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1637,10 +2159,16 @@ pub(crate) fn lazy_triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1656,10 +2184,16 @@ pub(crate) fn lazy_sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, d
     if let Some(outs) = b.reuse()? {
         return Ok((output(&outs, 0)?, output(&outs, 1)?));
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
@@ -1674,10 +2208,16 @@ pub(crate) fn lazy_cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::cat(tensors, dim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Structured: the meta function on the lazy tensors themselves.
+            let meta = switchyard_ops::meta::cat(tensors, dim, Outs::Functional);
+            let meta = switchyard_ops::structured::meta_ok(&meta)?;
+            let shapes = shapes_of_specs(&meta.outputs);
+            b.remember_shapes(shapes)
+        }
+    };
     b.build_one(shapes)
 }
 
@@ -1690,12 +2230,18 @@ pub(crate) fn lazy_block_diag(tensors: &[Tensor]) -> Result<Tensor> {
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::block_diag::call(&b.shadow_list(tensors)?)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::block_diag::call(&b.shadow_list(tensors)?)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
@@ -1714,11 +2260,17 @@ pub(crate) fn lazy_index_put(self_: &Tensor, indices: &[Option<Tensor>], values:
     if let Some(outs) = b.reuse()? {
         return output(&outs, 0);
     }
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::index_put::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate)?
+    let shapes = match b.known_shapes() {
+        Some(shapes) => shapes,
+        None => {
+            // Not structured: the Meta kernel on meta shadows of the operands.
+            let o0 = {
+                let _guard = meta_guard();
+                op::index_put::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate)?
+            };
+            let shapes = shapes_of_tensors(&[&o0]);
+            b.remember_shapes(shapes)
+        }
     };
-    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }

@@ -26,5 +26,6 @@ mod property;
 mod random_order;
 mod reuse;
 mod samples;
+mod shape_cache;
 mod trace_cost;
 mod values;

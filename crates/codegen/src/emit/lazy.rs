@@ -373,6 +373,9 @@ fn trace_kernel(
     body.push_str(&format!(
         "    if let Some(outs) = b.reuse()? {{\n        return {reused};\n    }}\n"
     ));
+    // Shape inference, skipped when the thread's shape cache knows this operator on operands
+    // of the same metadata with the same arguments (LTC's shape cache).
+    let outer = std::mem::take(&mut body);
     if let Some(meta) = structured_meta(input, function) {
         let args: Vec<String> = f
             .schema
@@ -482,6 +485,11 @@ fn trace_kernel(
             args.join(", "),
         ));
     }
+    let infer: String = body.lines().map(|l| format!("        {l}\n")).collect();
+    body = outer;
+    body.push_str(&format!(
+        "    let shapes = match b.known_shapes() {{\n        Some(shapes) => shapes,\n        None => {{\n{infer}            b.remember_shapes(shapes)\n        }}\n    }};\n"
+    ));
     match returns {
         Returns::Tensors(1) => body.push_str("    b.build_one(shapes)\n"),
         Returns::List => body.push_str("    b.build(shapes)\n"),
