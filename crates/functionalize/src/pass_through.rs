@@ -6,12 +6,16 @@
 //!
 //! A call whose inputs need the fallback's rarer work (a functional input whose value has
 //! another layout than the eager program's, so the outputs' eager strides come from a meta
-//! shadow run) goes through the fallback itself ([`PassThrough::boxed`]).
+//! shadow run) goes through the fallback itself ([`PassThrough::boxed`]), unless the operator
+//! is structured and its meta function, run on the wrappers, gives contiguous outputs.
 
 use crate::fallback::functionalize_fallback;
-use crate::tensor::{functional_payload, unwrap_current, wrap_output};
-use switchyard_core::{DispatchKeySet, Result, Tensor};
+use crate::tensor::{below, functional_payload, unwrap_current, wrap_output};
+use switchyard_core::shape::contiguous_strides;
+use switchyard_core::{DispatchKeySet, MemoryFormat, Result, Tensor};
 use switchyard_dispatch::{Operator, call_boxed_typed};
+use switchyard_ops::op;
+use switchyard_ops::structured::Meta;
 
 /// The inputs seen so far by one pass-through call.
 #[derive(Default)]
@@ -45,15 +49,39 @@ impl PassThrough {
         self.layout_differs
     }
 
+    /// Whether a structured operator's meta function, run on the wrappers, lays every output
+    /// out contiguously: then a call whose inputs' values differ in layout from their wrappers
+    /// still takes this path ([`PassThrough::wrap`] gives the outputs eager's contiguous
+    /// layout), not the fallback's shadow run. A refusal goes to the fallback, which reports
+    /// the operator's own error.
+    pub(crate) fn eager_outputs_contiguous<P>(meta: &Result<Meta<P>>) -> bool {
+        matches!(meta, Ok(m) if m.outputs.iter().all(|o| o.strides.is_none()))
+    }
+
     /// The output of the call below the layer, wrapped if some input was functional (a call
     /// on plain tensors inside a functionalized region stays plain, as in the fallback).
+    /// After inputs of another layout (checked: eager's output is contiguous), the output is
+    /// laid out contiguously as the fallback's shadow run would lay it out: the value copied if
+    /// it is not, the wrapper given eager's exact contiguous geometry.
     #[inline]
     pub(crate) fn wrap(&self, out: Tensor) -> Result<Tensor> {
-        if self.any_functional {
-            wrap_output(out)
-        } else {
-            Ok(out)
+        if !self.any_functional {
+            return Ok(out);
         }
+        if !self.layout_differs {
+            return wrap_output(out);
+        }
+        let out = if out.is_contiguous() {
+            out
+        } else {
+            let _below = below();
+            op::clone::call(&out, Some(MemoryFormat::Contiguous))?
+        };
+        let wrapper = wrap_output(out)?;
+        let sizes = wrapper.sizes();
+        // Wrappers have no storage, so no bounds to break: this cannot fail.
+        let _ = wrapper.set_geometry(&sizes, &contiguous_strides(&sizes), 0);
+        Ok(wrapper)
     }
 
     /// The call through the boxed fallback, arguments as received.

@@ -40,7 +40,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use switchyard_core::DispatchKey;
-use switchyard_schema::{Argument, FunctionSchema, SchemaKind, Type};
+use switchyard_schema::{Argument, BaseType, FunctionSchema, SchemaKind, Type};
 
 use super::input::{GenFunction, GenInput};
 use super::operators::schema_text;
@@ -770,9 +770,36 @@ fn pass_through_kernel(f: &GenFunction) -> Result<String, String> {
         );
     }
     let op = op_path(f);
+    // A structured operator learns eager's output layout from its meta function on the
+    // wrappers (they carry eager's geometry): contiguous outputs (`mm`, `addmm` of a
+    // transposed weight) need none of the fallback's shadow run.
+    let contiguous_check = if f.structured_delegate.is_some() && f.kind() == SchemaKind::Functional
+    {
+        let meta_args: Vec<String> = s
+            .arguments
+            .iter()
+            .enumerate()
+            .map(|(k, a)| {
+                if matches!(&a.ty, Type::Base(BaseType::Scalar))
+                    || matches!(&a.ty, Type::Optional(t) if matches!(**t, Type::Base(BaseType::Scalar)))
+                {
+                    format!("args.{k}.clone()")
+                } else {
+                    format!("args.{k}")
+                }
+            })
+            .collect();
+        format!(
+            "\n        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::{}({}, switchyard_ops::structured::Outs::Functional))",
+            super::rust::unambiguous_name(&f.schema).to_lowercase(),
+            meta_args.join(", ")
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         body,
-        "    if passthrough.needs_fallback() {{\n        return PassThrough::boxed::<{op}>(ks, args);\n    }}"
+        "    if passthrough.needs_fallback(){contiguous_check} {{\n        return PassThrough::boxed::<{op}>(ks, args);\n    }}"
     );
     let _ = writeln!(body, "    let {} = args;", pattern(f));
     let call_args: Vec<String> = s.arguments.iter().map(pass_expr).collect();

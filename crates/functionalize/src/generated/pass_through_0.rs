@@ -15,7 +15,8 @@ use switchyard_ops::op;
 pub(crate) fn functionalize_all_dim(ks: DispatchKeySet, args: (&Tensor, i64, bool)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::all_dim(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::all_dim>(ks, args);
     }
     let (self_, dim, keepdim) = args;
@@ -30,7 +31,8 @@ pub(crate) fn functionalize_all_dim(ks: DispatchKeySet, args: (&Tensor, i64, boo
 pub(crate) fn functionalize_any_dim(ks: DispatchKeySet, args: (&Tensor, i64, bool)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::any_dim(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::any_dim>(ks, args);
     }
     let (self_, dim, keepdim) = args;
@@ -45,7 +47,8 @@ pub(crate) fn functionalize_any_dim(ks: DispatchKeySet, args: (&Tensor, i64, boo
 pub(crate) fn functionalize_argmax(ks: DispatchKeySet, args: (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::argmax(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::argmax>(ks, args);
     }
     let (self_, dim, keepdim) = args;
@@ -62,7 +65,8 @@ pub(crate) fn functionalize_baddbmm(ks: DispatchKeySet, args: (&Tensor, &Tensor,
     let self__u = passthrough.arg(args.0)?;
     let batch1_u = passthrough.arg(args.1)?;
     let batch2_u = passthrough.arg(args.2)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::baddbmm(args.0, args.1, args.2, args.3.clone(), args.4.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::baddbmm>(ks, args);
     }
     let (self_, batch1, batch2, beta, alpha) = args;
@@ -93,7 +97,8 @@ pub(crate) fn functionalize_copy(ks: DispatchKeySet, args: (&Tensor, &Tensor, bo
 pub(crate) fn functionalize_cumsum(ks: DispatchKeySet, args: (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::cumsum(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::cumsum>(ks, args);
     }
     let (self_, dim, dtype) = args;
@@ -124,7 +129,8 @@ pub(crate) fn functionalize_fill_Tensor(ks: DispatchKeySet, args: (&Tensor, &Ten
 pub(crate) fn functionalize_amax(ks: DispatchKeySet, args: (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::amax(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::amax>(ks, args);
     }
     let (self_, dim, keepdim) = args;
@@ -139,7 +145,8 @@ pub(crate) fn functionalize_amax(ks: DispatchKeySet, args: (&Tensor, &[i64], boo
 pub(crate) fn functionalize_aminmax(ks: DispatchKeySet, args: (&Tensor, Option<i64>, bool)) -> Result<(Tensor, Tensor)> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::aminmax(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::aminmax>(ks, args);
     }
     let (self_, dim, keepdim) = args;
@@ -248,7 +255,8 @@ pub(crate) fn functionalize_scatter_src(ks: DispatchKeySet, args: (&Tensor, i64,
     let self__u = passthrough.arg(args.0)?;
     let index_u = passthrough.arg(args.2)?;
     let src_u = passthrough.arg(args.3)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::scatter_src(args.0, args.1, args.2, args.3, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::scatter_src>(ks, args);
     }
     let (self_, dim, index, src) = args;
@@ -265,7 +273,8 @@ pub(crate) fn functionalize_scatter_reduce(ks: DispatchKeySet, args: (&Tensor, i
     let self__u = passthrough.arg(args.0)?;
     let index_u = passthrough.arg(args.2)?;
     let src_u = passthrough.arg(args.3)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::scatter_reduce(args.0, args.1, args.2, args.3, args.4, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::scatter_reduce>(ks, args);
     }
     let (self_, dim, index, src, reduce) = args;
@@ -282,7 +291,8 @@ pub(crate) fn functionalize_scatter_add(ks: DispatchKeySet, args: (&Tensor, i64,
     let self__u = passthrough.arg(args.0)?;
     let index_u = passthrough.arg(args.2)?;
     let src_u = passthrough.arg(args.3)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::scatter_add(args.0, args.1, args.2, args.3, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::scatter_add>(ks, args);
     }
     let (self_, dim, index, src) = args;
@@ -297,7 +307,8 @@ pub(crate) fn functionalize_scatter_add(ks: DispatchKeySet, args: (&Tensor, i64,
 pub(crate) fn functionalize_tril(ks: DispatchKeySet, args: (&Tensor, i64)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::tril(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::tril>(ks, args);
     }
     let (self_, diagonal) = args;
@@ -329,7 +340,8 @@ pub(crate) fn functionalize_gather(ks: DispatchKeySet, args: (&Tensor, i64, &Ten
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let index_u = passthrough.arg(args.2)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::gather(args.0, args.1, args.2, args.3, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::gather>(ks, args);
     }
     let (self_, dim, index, sparse_grad) = args;
@@ -344,7 +356,8 @@ pub(crate) fn functionalize_gather(ks: DispatchKeySet, args: (&Tensor, i64, &Ten
 pub(crate) fn functionalize_all(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::all(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::all>(ks, args);
     }
     let (self_,) = args;
@@ -360,7 +373,8 @@ pub(crate) fn functionalize_mse_loss(ks: DispatchKeySet, args: (&Tensor, &Tensor
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let target_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::mse_loss(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::mse_loss>(ks, args);
     }
     let (self_, target, reduction) = args;
@@ -375,7 +389,8 @@ pub(crate) fn functionalize_mse_loss(ks: DispatchKeySet, args: (&Tensor, &Tensor
 pub(crate) fn functionalize_avg_pool2d(ks: DispatchKeySet, args: (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::avg_pool2d(args.0, args.1, args.2, args.3, args.4, args.5, args.6, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::avg_pool2d>(ks, args);
     }
     let (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) = args;
@@ -390,7 +405,8 @@ pub(crate) fn functionalize_avg_pool2d(ks: DispatchKeySet, args: (&Tensor, &[i64
 pub(crate) fn functionalize_linalg_vector_norm(ks: DispatchKeySet, args: (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::linalg_vector_norm(args.0, args.1.clone(), args.2, args.3, args.4, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::linalg_vector_norm>(ks, args);
     }
     let (self_, ord, dim, keepdim, dtype) = args;
@@ -607,7 +623,8 @@ pub(crate) fn functionalize_div_Tensor_mode(ks: DispatchKeySet, args: (&Tensor, 
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::div_tensor_mode(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::div_Tensor_mode>(ks, args);
     }
     let (self_, other, rounding_mode) = args;
@@ -683,7 +700,8 @@ pub(crate) fn functionalize_logical_and(ks: DispatchKeySet, args: (&Tensor, &Ten
 pub(crate) fn functionalize_clamp(ks: DispatchKeySet, args: (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::clamp(args.0, args.1.clone(), args.2.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::clamp>(ks, args);
     }
     let (self_, min, max) = args;
@@ -698,7 +716,8 @@ pub(crate) fn functionalize_clamp(ks: DispatchKeySet, args: (&Tensor, Option<Sca
 pub(crate) fn functionalize_clamp_max(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::clamp_max(args.0, args.1.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::clamp_max>(ks, args);
     }
     let (self_, max) = args;
@@ -713,7 +732,8 @@ pub(crate) fn functionalize_clamp_max(ks: DispatchKeySet, args: (&Tensor, Scalar
 pub(crate) fn functionalize_clamp_min(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::clamp_min(args.0, args.1.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::clamp_min>(ks, args);
     }
     let (self_, min) = args;
@@ -744,7 +764,8 @@ pub(crate) fn functionalize_bitwise_and_Tensor(ks: DispatchKeySet, args: (&Tenso
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::bitwise_and_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::bitwise_and_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -790,7 +811,8 @@ pub(crate) fn functionalize_bitwise_xor_Tensor(ks: DispatchKeySet, args: (&Tenso
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::bitwise_xor_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::bitwise_xor_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -806,7 +828,8 @@ pub(crate) fn functionalize_ne_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tenso
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::ne_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::ne_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -822,7 +845,8 @@ pub(crate) fn functionalize_eq_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tenso
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::eq_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::eq_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -838,7 +862,8 @@ pub(crate) fn functionalize_ge_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tenso
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::ge_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::ge_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -854,7 +879,8 @@ pub(crate) fn functionalize_le_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tenso
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::le_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::le_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -870,7 +896,8 @@ pub(crate) fn functionalize_gt_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tenso
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::gt_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::gt_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -886,7 +913,8 @@ pub(crate) fn functionalize_lt_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tenso
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::lt_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::lt_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -947,7 +975,8 @@ pub(crate) fn functionalize_minimum(ks: DispatchKeySet, args: (&Tensor, &Tensor)
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::minimum(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::minimum>(ks, args);
     }
     let (self_, other) = args;
@@ -962,7 +991,8 @@ pub(crate) fn functionalize_minimum(ks: DispatchKeySet, args: (&Tensor, &Tensor)
 pub(crate) fn functionalize_pow_Scalar(ks: DispatchKeySet, args: (Scalar, &Tensor)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let exponent_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::pow_scalar(args.0.clone(), args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::pow_Scalar>(ks, args);
     }
     let (self_, exponent) = args;
@@ -1116,7 +1146,8 @@ pub(crate) fn functionalize_mean(ks: DispatchKeySet, args: (&Tensor, Option<Scal
 pub(crate) fn functionalize_min_dim(ks: DispatchKeySet, args: (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::min_dim(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::min_dim>(ks, args);
     }
     let (self_, dim, keepdim) = args;
@@ -1131,7 +1162,8 @@ pub(crate) fn functionalize_min_dim(ks: DispatchKeySet, args: (&Tensor, i64, boo
 pub(crate) fn functionalize_sum_dim_IntList(ks: DispatchKeySet, args: (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::sum_dim_intlist(args.0, args.1, args.2, args.3, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::sum_dim_IntList>(ks, args);
     }
     let (self_, dim, keepdim, dtype) = args;
@@ -1206,7 +1238,8 @@ pub(crate) fn functionalize_logical_not(ks: DispatchKeySet, args: (&Tensor,)) ->
 pub(crate) fn functionalize_cos(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::cos(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::cos>(ks, args);
     }
     let (self_,) = args;
@@ -1221,7 +1254,8 @@ pub(crate) fn functionalize_cos(ks: DispatchKeySet, args: (&Tensor,)) -> Result<
 pub(crate) fn functionalize_exp(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::exp(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::exp>(ks, args);
     }
     let (self_,) = args;
@@ -1236,7 +1270,8 @@ pub(crate) fn functionalize_exp(ks: DispatchKeySet, args: (&Tensor,)) -> Result<
 pub(crate) fn functionalize_floor(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::floor(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::floor>(ks, args);
     }
     let (self_,) = args;
@@ -1266,7 +1301,8 @@ pub(crate) fn functionalize_nan_to_num(ks: DispatchKeySet, args: (&Tensor, Optio
 pub(crate) fn functionalize_log1p(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::log1p(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::log1p>(ks, args);
     }
     let (self_,) = args;
@@ -1281,7 +1317,8 @@ pub(crate) fn functionalize_log1p(ks: DispatchKeySet, args: (&Tensor,)) -> Resul
 pub(crate) fn functionalize_reciprocal(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::reciprocal(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::reciprocal>(ks, args);
     }
     let (self_,) = args;
@@ -1296,7 +1333,8 @@ pub(crate) fn functionalize_reciprocal(ks: DispatchKeySet, args: (&Tensor,)) -> 
 pub(crate) fn functionalize_round(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::round(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::round>(ks, args);
     }
     let (self_,) = args;
@@ -1326,7 +1364,8 @@ pub(crate) fn functionalize_relu(ks: DispatchKeySet, args: (&Tensor,)) -> Result
 pub(crate) fn functionalize_rsqrt(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::rsqrt(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::rsqrt>(ks, args);
     }
     let (self_,) = args;
@@ -1341,7 +1380,8 @@ pub(crate) fn functionalize_rsqrt(ks: DispatchKeySet, args: (&Tensor,)) -> Resul
 pub(crate) fn functionalize_sigmoid(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::sigmoid(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::sigmoid>(ks, args);
     }
     let (self_,) = args;
@@ -1356,7 +1396,8 @@ pub(crate) fn functionalize_sigmoid(ks: DispatchKeySet, args: (&Tensor,)) -> Res
 pub(crate) fn functionalize_sqrt(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::sqrt(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::sqrt>(ks, args);
     }
     let (self_,) = args;
@@ -1371,7 +1412,8 @@ pub(crate) fn functionalize_sqrt(ks: DispatchKeySet, args: (&Tensor,)) -> Result
 pub(crate) fn functionalize_tanh(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::tanh(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::tanh>(ks, args);
     }
     let (self_,) = args;
@@ -1386,7 +1428,8 @@ pub(crate) fn functionalize_tanh(ks: DispatchKeySet, args: (&Tensor,)) -> Result
 pub(crate) fn functionalize_sign(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::sign(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::sign>(ks, args);
     }
     let (self_,) = args;
@@ -1432,7 +1475,8 @@ pub(crate) fn functionalize_embedding(ks: DispatchKeySet, args: (&Tensor, &Tenso
 pub(crate) fn functionalize_sort_stable(ks: DispatchKeySet, args: (&Tensor, Option<bool>, i64, bool)) -> Result<(Tensor, Tensor)> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::sort_stable(args.0, args.1, args.2, args.3, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::sort_stable>(ks, args);
     }
     let (self_, stable, dim, descending) = args;

@@ -15,7 +15,8 @@ use switchyard_ops::op;
 pub(crate) fn functionalize_all_dims(ks: DispatchKeySet, args: (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::all_dims(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::all_dims>(ks, args);
     }
     let (self_, dim, keepdim) = args;
@@ -30,7 +31,8 @@ pub(crate) fn functionalize_all_dims(ks: DispatchKeySet, args: (&Tensor, Option<
 pub(crate) fn functionalize_any_dims(ks: DispatchKeySet, args: (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::any_dims(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::any_dims>(ks, args);
     }
     let (self_, dim, keepdim) = args;
@@ -45,7 +47,8 @@ pub(crate) fn functionalize_any_dims(ks: DispatchKeySet, args: (&Tensor, Option<
 pub(crate) fn functionalize_argmin(ks: DispatchKeySet, args: (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::argmin(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::argmin>(ks, args);
     }
     let (self_, dim, keepdim) = args;
@@ -61,7 +64,8 @@ pub(crate) fn functionalize_bmm(ks: DispatchKeySet, args: (&Tensor, &Tensor)) ->
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let mat2_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::bmm(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::bmm>(ks, args);
     }
     let (self_, mat2) = args;
@@ -76,7 +80,8 @@ pub(crate) fn functionalize_bmm(ks: DispatchKeySet, args: (&Tensor, &Tensor)) ->
 pub(crate) fn functionalize_cumprod(ks: DispatchKeySet, args: (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::cumprod(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::cumprod>(ks, args);
     }
     let (self_, dim, dtype) = args;
@@ -106,7 +111,8 @@ pub(crate) fn functionalize_fill_Scalar(ks: DispatchKeySet, args: (&Tensor, Scal
 pub(crate) fn functionalize__log_softmax(ks: DispatchKeySet, args: (&Tensor, i64, bool)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::_log_softmax(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::_log_softmax>(ks, args);
     }
     let (self_, dim, half_to_float) = args;
@@ -121,7 +127,8 @@ pub(crate) fn functionalize__log_softmax(ks: DispatchKeySet, args: (&Tensor, i64
 pub(crate) fn functionalize_amin(ks: DispatchKeySet, args: (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::amin(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::amin>(ks, args);
     }
     let (self_, dim, keepdim) = args;
@@ -137,7 +144,8 @@ pub(crate) fn functionalize_mm(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> 
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let mat2_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::mm(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::mm>(ks, args);
     }
     let (self_, mat2) = args;
@@ -184,7 +192,8 @@ pub(crate) fn functionalize_diagonal_scatter(ks: DispatchKeySet, args: (&Tensor,
 pub(crate) fn functionalize__softmax(ks: DispatchKeySet, args: (&Tensor, i64, bool)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::_softmax(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::_softmax>(ks, args);
     }
     let (self_, dim, half_to_float) = args;
@@ -199,7 +208,8 @@ pub(crate) fn functionalize__softmax(ks: DispatchKeySet, args: (&Tensor, i64, bo
 pub(crate) fn functionalize_prod_dim_int(ks: DispatchKeySet, args: (&Tensor, i64, bool, Option<ScalarType>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::prod_dim_int(args.0, args.1, args.2, args.3, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::prod_dim_int>(ks, args);
     }
     let (self_, dim, keepdim, dtype) = args;
@@ -231,7 +241,8 @@ pub(crate) fn functionalize_addmm(ks: DispatchKeySet, args: (&Tensor, &Tensor, &
     let self__u = passthrough.arg(args.0)?;
     let mat1_u = passthrough.arg(args.1)?;
     let mat2_u = passthrough.arg(args.2)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::addmm(args.0, args.1, args.2, args.3.clone(), args.4.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::addmm>(ks, args);
     }
     let (self_, mat1, mat2, beta, alpha) = args;
@@ -247,7 +258,8 @@ pub(crate) fn functionalize_scatter_value(ks: DispatchKeySet, args: (&Tensor, i6
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let index_u = passthrough.arg(args.2)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::scatter_value(args.0, args.1, args.2, args.3.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::scatter_value>(ks, args);
     }
     let (self_, dim, index, value) = args;
@@ -263,7 +275,8 @@ pub(crate) fn functionalize_scatter_value_reduce(ks: DispatchKeySet, args: (&Ten
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let index_u = passthrough.arg(args.2)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::scatter_value_reduce(args.0, args.1, args.2, args.3.clone(), args.4, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::scatter_value_reduce>(ks, args);
     }
     let (self_, dim, index, value, reduce) = args;
@@ -278,7 +291,8 @@ pub(crate) fn functionalize_scatter_value_reduce(ks: DispatchKeySet, args: (&Ten
 pub(crate) fn functionalize_triu(ks: DispatchKeySet, args: (&Tensor, i64)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::triu(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::triu>(ks, args);
     }
     let (self_, diagonal) = args;
@@ -324,7 +338,8 @@ pub(crate) fn functionalize_nonzero(ks: DispatchKeySet, args: (&Tensor,)) -> Res
 pub(crate) fn functionalize_topk(ks: DispatchKeySet, args: (&Tensor, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::topk(args.0, args.1, args.2, args.3, args.4, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::topk>(ks, args);
     }
     let (self_, k, dim, largest, sorted) = args;
@@ -339,7 +354,8 @@ pub(crate) fn functionalize_topk(ks: DispatchKeySet, args: (&Tensor, i64, i64, b
 pub(crate) fn functionalize_any(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::any(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::any>(ks, args);
     }
     let (self_,) = args;
@@ -356,7 +372,8 @@ pub(crate) fn functionalize_nll_loss_forward(ks: DispatchKeySet, args: (&Tensor,
     let self__u = passthrough.arg(args.0)?;
     let target_u = passthrough.arg(args.1)?;
     let weight_u = passthrough.opt_arg(args.2)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::nll_loss_forward(args.0, args.1, args.2, args.3, args.4, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::nll_loss_forward>(ks, args);
     }
     let (self_, target, weight, reduction, ignore_index) = args;
@@ -371,7 +388,8 @@ pub(crate) fn functionalize_nll_loss_forward(ks: DispatchKeySet, args: (&Tensor,
 pub(crate) fn functionalize_max_pool2d_with_indices(ks: DispatchKeySet, args: (&Tensor, &[i64], &[i64], &[i64], &[i64], bool)) -> Result<(Tensor, Tensor)> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::max_pool2d_with_indices(args.0, args.1, args.2, args.3, args.4, args.5, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::max_pool2d_with_indices>(ks, args);
     }
     let (self_, kernel_size, stride, padding, dilation, ceil_mode) = args;
@@ -572,7 +590,8 @@ pub(crate) fn functionalize_add_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tens
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::add_tensor(args.0, args.1, args.2.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::add_Tensor>(ks, args);
     }
     let (self_, other, alpha) = args;
@@ -588,7 +607,8 @@ pub(crate) fn functionalize_div_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tens
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::div_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::div_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -619,7 +639,8 @@ pub(crate) fn functionalize_mul_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tens
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::mul_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::mul_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -635,7 +656,8 @@ pub(crate) fn functionalize_sub_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tens
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::sub_tensor(args.0, args.1, args.2.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::sub_Tensor>(ks, args);
     }
     let (self_, other, alpha) = args;
@@ -684,7 +706,8 @@ pub(crate) fn functionalize_clamp_Tensor(ks: DispatchKeySet, args: (&Tensor, Opt
     let self__u = passthrough.arg(args.0)?;
     let min_u = passthrough.opt_arg(args.1)?;
     let max_u = passthrough.opt_arg(args.2)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::clamp_tensor(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::clamp_Tensor>(ks, args);
     }
     let (self_, min, max) = args;
@@ -700,7 +723,8 @@ pub(crate) fn functionalize_clamp_max_Tensor(ks: DispatchKeySet, args: (&Tensor,
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let max_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::clamp_max_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::clamp_max_Tensor>(ks, args);
     }
     let (self_, max) = args;
@@ -716,7 +740,8 @@ pub(crate) fn functionalize_clamp_min_Tensor(ks: DispatchKeySet, args: (&Tensor,
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let min_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::clamp_min_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::clamp_min_Tensor>(ks, args);
     }
     let (self_, min) = args;
@@ -762,7 +787,8 @@ pub(crate) fn functionalize_bitwise_or_Tensor(ks: DispatchKeySet, args: (&Tensor
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::bitwise_or_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::bitwise_or_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -792,7 +818,8 @@ pub(crate) fn functionalize_bitwise_xor_Scalar_Tensor(ks: DispatchKeySet, args: 
 pub(crate) fn functionalize_ne_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::ne_scalar(args.0, args.1.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::ne_Scalar>(ks, args);
     }
     let (self_, other) = args;
@@ -807,7 +834,8 @@ pub(crate) fn functionalize_ne_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar
 pub(crate) fn functionalize_eq_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::eq_scalar(args.0, args.1.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::eq_Scalar>(ks, args);
     }
     let (self_, other) = args;
@@ -822,7 +850,8 @@ pub(crate) fn functionalize_eq_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar
 pub(crate) fn functionalize_ge_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::ge_scalar(args.0, args.1.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::ge_Scalar>(ks, args);
     }
     let (self_, other) = args;
@@ -837,7 +866,8 @@ pub(crate) fn functionalize_ge_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar
 pub(crate) fn functionalize_le_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::le_scalar(args.0, args.1.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::le_Scalar>(ks, args);
     }
     let (self_, other) = args;
@@ -852,7 +882,8 @@ pub(crate) fn functionalize_le_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar
 pub(crate) fn functionalize_gt_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::gt_scalar(args.0, args.1.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::gt_Scalar>(ks, args);
     }
     let (self_, other) = args;
@@ -867,7 +898,8 @@ pub(crate) fn functionalize_gt_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar
 pub(crate) fn functionalize_lt_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::lt_scalar(args.0, args.1.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::lt_Scalar>(ks, args);
     }
     let (self_, other) = args;
@@ -883,7 +915,8 @@ pub(crate) fn functionalize_atan2(ks: DispatchKeySet, args: (&Tensor, &Tensor)) 
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::atan2(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::atan2>(ks, args);
     }
     let (self_, other) = args;
@@ -899,7 +932,8 @@ pub(crate) fn functionalize_fmod_Tensor(ks: DispatchKeySet, args: (&Tensor, &Ten
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::fmod_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::fmod_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -915,7 +949,8 @@ pub(crate) fn functionalize_remainder_Tensor(ks: DispatchKeySet, args: (&Tensor,
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::remainder_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::remainder_Tensor>(ks, args);
     }
     let (self_, other) = args;
@@ -931,7 +966,8 @@ pub(crate) fn functionalize_maximum(ks: DispatchKeySet, args: (&Tensor, &Tensor)
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::maximum(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::maximum>(ks, args);
     }
     let (self_, other) = args;
@@ -947,7 +983,8 @@ pub(crate) fn functionalize_pow_Tensor_Tensor(ks: DispatchKeySet, args: (&Tensor
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let exponent_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::pow_tensor_tensor(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::pow_Tensor_Tensor>(ks, args);
     }
     let (self_, exponent) = args;
@@ -962,7 +999,8 @@ pub(crate) fn functionalize_pow_Tensor_Tensor(ks: DispatchKeySet, args: (&Tensor
 pub(crate) fn functionalize_pow_Tensor_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::pow_tensor_scalar(args.0, args.1.clone(), switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::pow_Tensor_Scalar>(ks, args);
     }
     let (self_, exponent) = args;
@@ -1083,7 +1121,8 @@ pub(crate) fn functionalize_masked_fill_Scalar(ks: DispatchKeySet, args: (&Tenso
 pub(crate) fn functionalize_max_dim(ks: DispatchKeySet, args: (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::max_dim(args.0, args.1, args.2, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::max_dim>(ks, args);
     }
     let (self_, dim, keepdim) = args;
@@ -1098,7 +1137,8 @@ pub(crate) fn functionalize_max_dim(ks: DispatchKeySet, args: (&Tensor, i64, boo
 pub(crate) fn functionalize_mean_dim(ks: DispatchKeySet, args: (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::mean_dim(args.0, args.1, args.2, args.3, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::mean_dim>(ks, args);
     }
     let (self_, dim, keepdim, dtype) = args;
@@ -1173,7 +1213,8 @@ pub(crate) fn functionalize_max(ks: DispatchKeySet, args: (&Tensor,)) -> Result<
 pub(crate) fn functionalize_bitwise_not(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::bitwise_not(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::bitwise_not>(ks, args);
     }
     let (self_,) = args;
@@ -1188,7 +1229,8 @@ pub(crate) fn functionalize_bitwise_not(ks: DispatchKeySet, args: (&Tensor,)) ->
 pub(crate) fn functionalize_ceil(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::ceil(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::ceil>(ks, args);
     }
     let (self_,) = args;
@@ -1203,7 +1245,8 @@ pub(crate) fn functionalize_ceil(ks: DispatchKeySet, args: (&Tensor,)) -> Result
 pub(crate) fn functionalize_erf(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::erf(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::erf>(ks, args);
     }
     let (self_,) = args;
@@ -1218,7 +1261,8 @@ pub(crate) fn functionalize_erf(ks: DispatchKeySet, args: (&Tensor,)) -> Result<
 pub(crate) fn functionalize_expm1(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::expm1(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::expm1>(ks, args);
     }
     let (self_,) = args;
@@ -1248,7 +1292,8 @@ pub(crate) fn functionalize_isnan(ks: DispatchKeySet, args: (&Tensor,)) -> Resul
 pub(crate) fn functionalize_log(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::log(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::log>(ks, args);
     }
     let (self_,) = args;
@@ -1263,7 +1308,8 @@ pub(crate) fn functionalize_log(ks: DispatchKeySet, args: (&Tensor,)) -> Result<
 pub(crate) fn functionalize_log2(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::log2(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::log2>(ks, args);
     }
     let (self_,) = args;
@@ -1278,7 +1324,8 @@ pub(crate) fn functionalize_log2(ks: DispatchKeySet, args: (&Tensor,)) -> Result
 pub(crate) fn functionalize_neg(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::neg(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::neg>(ks, args);
     }
     let (self_,) = args;
@@ -1293,7 +1340,8 @@ pub(crate) fn functionalize_neg(ks: DispatchKeySet, args: (&Tensor,)) -> Result<
 pub(crate) fn functionalize_round_decimals(ks: DispatchKeySet, args: (&Tensor, i64)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::round_decimals(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::round_decimals>(ks, args);
     }
     let (self_, decimals) = args;
@@ -1308,7 +1356,8 @@ pub(crate) fn functionalize_round_decimals(ks: DispatchKeySet, args: (&Tensor, i
 pub(crate) fn functionalize_gelu(ks: DispatchKeySet, args: (&Tensor, &str)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::gelu(args.0, args.1, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::gelu>(ks, args);
     }
     let (self_, approximate) = args;
@@ -1323,7 +1372,8 @@ pub(crate) fn functionalize_gelu(ks: DispatchKeySet, args: (&Tensor, &str)) -> R
 pub(crate) fn functionalize_silu(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::silu(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::silu>(ks, args);
     }
     let (self_,) = args;
@@ -1338,7 +1388,8 @@ pub(crate) fn functionalize_silu(ks: DispatchKeySet, args: (&Tensor,)) -> Result
 pub(crate) fn functionalize_sin(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::sin(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::sin>(ks, args);
     }
     let (self_,) = args;
@@ -1353,7 +1404,8 @@ pub(crate) fn functionalize_sin(ks: DispatchKeySet, args: (&Tensor,)) -> Result<
 pub(crate) fn functionalize_tan(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::tan(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::tan>(ks, args);
     }
     let (self_,) = args;
@@ -1368,7 +1420,8 @@ pub(crate) fn functionalize_tan(ks: DispatchKeySet, args: (&Tensor,)) -> Result<
 pub(crate) fn functionalize_trunc(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
+    if passthrough.needs_fallback()
+        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::trunc(args.0, switchyard_ops::structured::Outs::Functional)) {
         return PassThrough::boxed::<op::trunc>(ks, args);
     }
     let (self_,) = args;

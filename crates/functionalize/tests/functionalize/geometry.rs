@@ -122,3 +122,60 @@ fn meta_shadows_have_the_wrappers_geometry() {
     assert_eq!(geometry(&s), geometry(&v));
     assert_eq!(s.dtype(), v.dtype());
 }
+
+/// Structured operators on transposed views, whose values are contiguous `*_copy`s under
+/// `Remove::MutationsAndViews`: `mm` / `addmm` (a linear layer's `x @ w.t()`) have contiguous
+/// outputs eagerly and take the typed path (their meta function on the wrappers says so); an
+/// element-wise operator follows its operands' layout eagerly (transposed) and takes the
+/// fallback's shadow run. Geometries, and values read through the raw layout, are eager's in
+/// both modes.
+#[test]
+fn structured_outputs_after_transposed_inputs_have_eager_geometry() {
+    fn results(x: &Tensor) -> Result<Vec<Tensor>> {
+        let w = x.t()?;
+        let mm = x.mm(&w)?;
+        let b = x.select(1, 0)?;
+        let lin = switchyard_ops::op::addmm::call(
+            &b,
+            x,
+            &w,
+            switchyard_core::Scalar::Float(0.5),
+            switchyard_core::Scalar::Int(2),
+        )?;
+        let sum = switchyard_ops::op::add_Tensor::call(&w, &w, switchyard_core::Scalar::Int(1))?;
+        Ok(vec![
+            mm.as_strided_with(&[3], &[1], Some(2))?,
+            lin.as_strided_with(&[2], &[4], Some(1))?,
+            sum.as_strided_with(&[3], &[1], Some(0))?,
+            mm,
+            lin,
+            sum,
+        ])
+    }
+    let g = check(
+        &|x, note| {
+            for t in results(&x[0])? {
+                note(&t);
+            }
+            Ok(())
+        },
+        &arange(12, &[3, 4]),
+    );
+    assert_eq!(g[3], (vec![3, 3], vec![3, 1], 0));
+    assert_eq!(g[4], (vec![3, 3], vec![3, 1], 0));
+    // `w + w` of the transposed view is transposed eagerly.
+    assert_eq!(g[5], (vec![4, 3], vec![1, 4], 0));
+    let read = |ts: Vec<Tensor>| -> Vec<Vec<f32>> {
+        ts.iter()
+            .map(|t| switchyard_ops::clone(t).unwrap().to_vec::<f32>().unwrap())
+            .collect()
+    };
+    let eager = read(results(&arange(12, &[3, 4])).unwrap());
+    // Row 0 of x @ x.t() for x = arange(12).view(3, 4): [14, 38, 62]; the raw read of its
+    // storage from offset 2 gives [62, 38, 126].
+    assert_eq!(eager[0], [62.0, 38.0, 126.0]);
+    for remove in [Remove::Mutations, Remove::MutationsAndViews] {
+        let got = run_functionalized(&|x| results(&x[0]), &[arange(12, &[3, 4])], remove).unwrap();
+        assert_eq!(read(got), eager, "remove = {remove}");
+    }
+}
