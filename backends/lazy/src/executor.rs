@@ -345,7 +345,7 @@ fn build_graph(roots: &[Output], force_data: bool) -> Result<Graph> {
     let mut draws: SmallVec<[(usize, u64); 4]> = SmallVec::new();
     for (i, n) in order.iter().enumerate() {
         if let OpKind::Aten(info) = &n.kind
-            && !crate::compiler::deterministic(info)
+            && info.random
         {
             draws.push((i, n.seq));
         }

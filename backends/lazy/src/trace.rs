@@ -270,7 +270,7 @@ impl NodeBuilder {
         if !crate::trie::reuse_ir() {
             return Ok(None);
         }
-        let random = !crate::compiler::deterministic(self.info);
+        let random = self.info.random;
         let found = crate::trie::lookup(|n, exclusive| {
             matches!(&n.kind, crate::ir::OpKind::Aten(i) if std::ptr::eq(*i, self.info))
                 && (!random || exclusive)
@@ -406,18 +406,19 @@ pub fn shapes_of_tensors(ts: &[&Tensor]) -> SmallVec<[Shape; 1]> {
     ts.iter().map(|t| Shape::of(t)).collect()
 }
 
+/// The contiguous shape of `t`'s sizes (a `<view>_copy`'s output, from its view's).
+fn contiguous_shape(t: &Tensor) -> Shape {
+    Shape::contiguous(t.dtype(), &t.sizes())
+}
+
 /// The contiguous shapes of views' sizes (a `<view>_copy`'s outputs, from its view's).
 pub fn contiguous_shapes_of_tensors(ts: &[&Tensor]) -> SmallVec<[Shape; 1]> {
-    ts.iter()
-        .map(|t| Shape::contiguous(t.dtype(), &t.sizes()))
-        .collect()
+    ts.iter().map(|t| contiguous_shape(t)).collect()
 }
 
 /// [`contiguous_shapes_of_tensors`] of a `Tensor[]` result.
 pub fn contiguous_shapes_of_list(ts: &[Tensor]) -> SmallVec<[Shape; 1]> {
-    ts.iter()
-        .map(|t| Shape::contiguous(t.dtype(), &t.sizes()))
-        .collect()
+    ts.iter().map(contiguous_shape).collect()
 }
 
 /// The key set lowerings redispatch with: the `CPU` kernel alone, no layer above it.

@@ -288,11 +288,6 @@ impl Program {
     }
 }
 
-/// Operators never merged by CSE (random ones: two draws differ).
-pub(crate) fn deterministic(info: &NodeInfo) -> bool {
-    !info.random
-}
-
 /// Compiles the post-order `order` (device-data nodes are parameters, `param_of` maps them)
 /// computing `roots`.
 pub(crate) fn compile(
@@ -358,7 +353,8 @@ pub(crate) fn compile(
                     rep[i] = r;
                 }
             }
-            OpKind::Aten(info) if deterministic(info) => {
+            // Random operators are never merged: two draws differ.
+            OpKind::Aten(info) if !info.random => {
                 let mut key = info.op_hash.combine(order[i].hash);
                 for (id, idx) in &operands[i] {
                     key = key.with_u64(*id as u64).with_u64(*idx as u64);

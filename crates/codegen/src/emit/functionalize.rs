@@ -45,7 +45,9 @@ use switchyard_schema::{Argument, BaseType, FunctionSchema, SchemaKind, Type};
 use super::input::{GenFunction, GenInput};
 use super::operators::schema_text;
 use super::registration::pattern;
-use super::rust::{UnsupportedType, arg_name, args_tuple_type, default_expr, fn_name, output_type};
+use super::rust::{
+    UnsupportedType, arg_name, args_tuple_type, default_expr, fn_name, meta_fn_name, output_type,
+};
 use super::writer::header;
 use crate::{NativeFunctions, unambiguous_name};
 
@@ -791,7 +793,7 @@ fn pass_through_kernel(f: &GenFunction) -> Result<String, String> {
             .collect();
         format!(
             "\n        && !PassThrough::eager_outputs_contiguous(&switchyard_ops::meta::{}({}, switchyard_ops::structured::Outs::Functional))",
-            super::rust::unambiguous_name(&f.schema).to_lowercase(),
+            meta_fn_name(&f.schema),
             meta_args.join(", ")
         )
     } else {

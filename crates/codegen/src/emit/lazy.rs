@@ -26,7 +26,9 @@
 use super::backend::BackendGenError;
 use super::input::{GenFunction, GenInput};
 use super::operators::schema_text;
-use super::rust::{arg_name, arg_type, fn_name, op_type_name, output_type, unambiguous_name};
+use super::rust::{
+    arg_name, arg_type, fn_name, meta_fn_name, op_type_name, output_type, unambiguous_name,
+};
 use crate::NativeFunctions;
 use crate::backend::BackendYaml;
 use std::path::PathBuf;
@@ -249,7 +251,7 @@ fn structured_meta(input: &GenInput, function: usize) -> Option<String> {
     {
         return None;
     }
-    Some(unambiguous_name(&f.schema).to_lowercase())
+    Some(meta_fn_name(&f.schema))
 }
 
 /// A `Scalar` overload whose `Tensor` counterpart is structured (`mul.Scalar` → `mul.Tensor`,

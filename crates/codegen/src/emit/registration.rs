@@ -10,8 +10,8 @@
 use super::input::{GenFunction, GenGroup, GenInput};
 use super::operators::schema_text;
 use super::rust::{
-    UnsupportedType, arg_name, args_tuple_type, fn_name, op_type_name, output_type, tuple,
-    unambiguous_name,
+    UnsupportedType, arg_name, args_tuple_type, fn_name, meta_fn_name, op_type_name, output_type,
+    tuple, unambiguous_name,
 };
 use super::writer::{header, lines};
 use switchyard_core::DispatchKey;
@@ -178,7 +178,7 @@ fn structured_wrapper(
     let functional = &input.functions[g.functional];
     let out_op = &input.functions[g.out];
     let name = wrapper_name(key, f);
-    let meta_name = unambiguous_name(&functional.schema).to_lowercase();
+    let meta_name = meta_fn_name(&functional.schema);
     let meta_args = args_named_as_in(functional, f)?;
     let n_out = out_op.schema.returns.len().max(1);
     let kind = f.kind();
@@ -352,7 +352,7 @@ fn default_backend_wrapper(
     let f = &input.functions[g.functional];
     let out_op = &input.functions[g.out];
     let name = wrapper_name(key, f);
-    let meta_name = unambiguous_name(&f.schema).to_lowercase();
+    let meta_name = meta_fn_name(&f.schema);
     let args = args_named_as_in(f, f)?;
     let mut body = meta_call(paths, &meta_name, &args, "Outs::Functional");
     let outs = create_outs(paths, out_op.schema.returns.len().max(1), &mut body);

@@ -239,6 +239,12 @@ pub fn unambiguous_name(schema: &FunctionSchema) -> String {
     }
 }
 
+/// The name of a structured group's meta function in `switchyard_ops::meta`: its functional
+/// member's unambiguous name in lower case (`add_tensor`, `sum_dim_intlist`, `mm`).
+pub fn meta_fn_name(functional: &FunctionSchema) -> String {
+    unambiguous_name(functional).to_lowercase()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
